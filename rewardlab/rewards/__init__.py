@@ -1,0 +1,1 @@
+"""The reward contract, composition, the registry, rule verifiers and the TRL adapter."""

@@ -1,0 +1,250 @@
+"""The one contract every scorer in rewardlab follows: `Sample`s in, one `Score` per sample out.
+
+A failure is a value, not an exception and not a silent 0: a `Score` whose status is not ``ok``
+carries ``value=None`` and a reason, so a trainer, a report or an offline run can tell "the model
+was wrong" from "we could not tell".
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import concurrent.futures
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+Message = Mapping[str, Any]
+Text = str | Sequence[Message]
+
+
+class Status(StrEnum):
+    """Why a score has, or has not, a value."""
+
+    OK = "ok"
+    NOT_APPLICABLE = "not_applicable"
+    TIMEOUT = "timeout"
+    INVALID_INPUT = "invalid_input"
+    PARSE_ERROR = "parse_error"
+    BACKEND_ERROR = "backend_error"
+    ERROR = "error"
+
+
+class InvalidInput(ValueError):
+    """Raised inside a reward when a sample lacks what it needs; becomes status ``invalid_input``.
+
+    The message names the field, so that a user with a million-row file can find the culprit.
+    """
+
+    def __init__(self, field_name: str, message: str):
+        self.field_name = field_name
+        super().__init__(f"{field_name}: {message}")
+
+
+@dataclass(slots=True)
+class Usage:
+    """What a score cost: model tokens, money, wall time, and whether a cache answered."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    cache_hit: bool = False
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cost_usd + other.cost_usd,
+            self.latency_s + other.latency_s,
+            self.cache_hit and other.cache_hit,
+        )
+
+
+def message_text(value: Text | None, roles: tuple[str, ...] = ("assistant",)) -> str:
+    """Plain text of a prompt or completion given as a string or as chat messages.
+
+    For messages, the contents of the given roles are joined with blank lines; list-of-parts
+    contents (``[{"type": "text", "text": ...}]``) contribute their text parts.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    parts: list[str] = []
+    for message in value:
+        if roles and message.get("role") not in roles:
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(p.get("text", "") for p in content if isinstance(p, Mapping))
+    return "\n\n".join(parts)
+
+
+@dataclass(slots=True)
+class Sample:
+    """What is scored.
+
+    Attributes:
+        prompt: The task as the policy saw it: a string, or chat messages.
+        completion: The rollout: a string, or assistant (and tool) messages.
+        reference: Gold answer or reference solution. Never shown to the policy.
+        id: Stable identifier, used for resume, caching and reports.
+        fields: Task data a reward may need (tests, rubric, instruction ids, group id, ...).
+    """
+
+    prompt: Text = ""
+    completion: Text = ""
+    reference: str | None = None
+    id: str | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def completion_text(self) -> str:
+        """The completion as plain text (assistant message contents for a conversation)."""
+        return message_text(self.completion)
+
+    @property
+    def prompt_text(self) -> str:
+        """The prompt as plain text (all message contents for a conversation)."""
+        return message_text(self.prompt, roles=())
+
+    def label(self, index: int | None = None) -> str:
+        """How error messages refer to this sample: its id, else its position in the batch."""
+        if self.id is not None:
+            return f"sample {self.id!r}"
+        return f"sample #{index}" if index is not None else "sample"
+
+
+@dataclass(slots=True)
+class Score:
+    """What comes back, always exactly one per sample.
+
+    Attributes:
+        value: The reward; ``None`` exactly when ``status`` is not ``ok``.
+        status: ``ok`` or why there is no value.
+        steps: Step-level scores (process rewards), when the reward has them.
+        breakdown: Per-component or per-criterion values, by name.
+        reason: Why: a judge's rationale, the failed check, an error message.
+        usage: Tokens, cost, latency and cache use of model-backed rewards.
+        details: JSON-serialisable extras (extracted answer, per-test results, raw judge text).
+    """
+
+    value: float | None
+    status: Status = Status.OK
+    steps: list[float] | None = None
+    breakdown: dict[str, float] = field(default_factory=dict)
+    reason: str | None = None
+    usage: Usage | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+        if self.status is Status.OK:
+            if self.value is None or not math.isfinite(self.value):
+                raise ValueError(f"an ok Score needs a finite value, got {self.value!r}")
+            self.value = float(self.value)
+        elif self.value is not None:
+            raise ValueError(f"a Score with status {self.status.value!r} must have value None")
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @classmethod
+    def failure(cls, status: Status | str, reason: str, **extra: Any) -> Score:
+        """A score without a value, for a sample that could not be scored."""
+        return cls(value=None, status=Status(status), reason=reason, **extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready (the offline output format)."""
+        return {
+            "value": self.value,
+            "status": self.status.value,
+            "steps": self.steps,
+            "breakdown": dict(self.breakdown),
+            "reason": self.reason,
+            "usage": None if self.usage is None else {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+                "cost_usd": self.usage.cost_usd,
+                "latency_s": self.usage.latency_s,
+                "cache_hit": self.usage.cache_hit,
+            },
+            "details": self.details,
+        }
+
+
+class Reward(abc.ABC):
+    """Anything that scores: a batch of samples in, one score per sample out, in order.
+
+    Subclasses implement `ascore`, the batch-first async primitive. Per-sample rule checks are
+    simpler as a `RuleReward`. ``name`` is stable: it keys logs, metrics and breakdowns.
+    """
+
+    name: str = "reward"
+    #: True when scoring waits on I/O (a model server); the TRL adapter then hands TRL an async
+    #: function so that several such rewards run concurrently on TRL's event loop.
+    io_bound: bool = False
+
+    @abc.abstractmethod
+    async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
+        """Score a batch; must return exactly ``len(samples)`` scores in order."""
+
+    def score(self, samples: Sequence[Sample]) -> list[Score]:
+        """Synchronous `ascore`, usable from plain scripts, threads and running event loops."""
+        coroutine = self.ascore(samples)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine)
+        # Called from inside a running loop (a notebook, an async trainer): a nested
+        # asyncio.run is illegal there, so run the coroutine on a loop of its own thread.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
+            return executor.submit(asyncio.run, coroutine).result()
+
+    def close(self) -> None:
+        """Release worker processes or connections the reward holds (idempotent)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class RuleReward(Reward):
+    """A reward computed by a cheap per-sample check.
+
+    Subclasses implement `check`. An `InvalidInput` raised there becomes status
+    ``invalid_input``; any other exception becomes status ``error`` with the exception as the
+    reason, so one bad sample never sinks its batch.
+    """
+
+    @abc.abstractmethod
+    def check(self, sample: Sample) -> Score:
+        """Score one sample."""
+
+    async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
+        return [self.check_safely(sample, index) for index, sample in enumerate(samples)]
+
+    def check_safely(self, sample: Sample, index: int | None = None) -> Score:
+        """`check`, with exceptions turned into failed scores that name the sample."""
+        try:
+            return self.check(sample)
+        except InvalidInput as error:
+            return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+        except Exception as error:  # noqa: BLE001 - a reward bug must not sink the batch
+            return Score.failure(
+                Status.ERROR, f"{sample.label(index)}: {type(error).__name__}: {error}"
+            )
+
+
+def check_batch(reward: Reward, samples: Sequence[Sample], scores: Sequence[Score]) -> list[Score]:
+    """Enforce the one-score-per-sample rule at composition boundaries."""
+    if len(scores) != len(samples):
+        raise RuntimeError(
+            f"reward {reward.name!r} returned {len(scores)} scores for {len(samples)} samples"
+        )
+    return list(scores)

@@ -1,0 +1,134 @@
+"""Short names for rewards, and `build`: a reward pipeline from a dict or a YAML file.
+
+The same config drives the Python API, the TRL adapter, ``rewardlab score`` and the benchmark
+runner. A config is a mapping with a ``type`` (a registered short name) and the reward's
+constructor arguments; composite rewards (``combine``, ``route``) hold nested configs::
+
+    type: combine
+    components:
+      accuracy: {type: math_answer, weight: 1.0}
+      format: {type: think_answer_format, weight: 0.1}
+
+Built-in rewards are listed here by import path and imported on first use, so that building a
+format check never pays for importing a CAS.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rewardlab.rewards.contract import Reward
+
+BUILTIN_REWARDS: dict[str, str] = {
+    "combine": "rewardlab.rewards.combine:Combine",
+    "route": "rewardlab.rewards.combine:Route",
+    "math_answer": "rewardlab.rewards.math.reward:MathAnswerReward",
+    "think_answer_format": "rewardlab.rewards.format:ThinkAnswerFormatReward",
+    "regex_match": "rewardlab.rewards.format:RegexMatchReward",
+    "string_match": "rewardlab.rewards.format:StringMatchReward",
+    "json_schema": "rewardlab.rewards.json_schema:JsonSchemaReward",
+    "soft_overlong": "rewardlab.rewards.shaping:SoftOverlongPunishment",
+    "repetition_penalty": "rewardlab.rewards.shaping:RepetitionPenalty",
+    "length": "rewardlab.rewards.shaping:LengthReward",
+    "instruction_following": "rewardlab.rewards.instructions:InstructionFollowingReward",
+}
+
+_user_rewards: dict[str, type[Reward]] = {}
+
+
+class ConfigError(ValueError):
+    """A reward config that cannot be built; the message gives the path to the bad entry."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path or '<config>'}: {message}")
+
+
+def register(short_name: str) -> Callable[[type[Reward]], type[Reward]]:
+    """Class decorator that makes a user-defined reward buildable by ``type: short_name``."""
+
+    def decorate(cls: type[Reward]) -> type[Reward]:
+        if short_name in BUILTIN_REWARDS or short_name in _user_rewards:
+            raise ValueError(f"a reward is already registered as {short_name!r}")
+        _user_rewards[short_name] = cls
+        return cls
+
+    return decorate
+
+
+def available() -> list[str]:
+    """Every short name that `build` accepts."""
+    return sorted({*BUILTIN_REWARDS, *_user_rewards})
+
+
+def reward_class(short_name: str) -> type[Reward]:
+    """The reward class behind a short name."""
+    if short_name in _user_rewards:
+        return _user_rewards[short_name]
+    if short_name not in BUILTIN_REWARDS:
+        raise KeyError(short_name)
+    module_name, class_name = BUILTIN_REWARDS[short_name].split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def load_config(source: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    """A config mapping from a mapping or a YAML/JSON file path."""
+    if isinstance(source, Mapping):
+        return dict(source)
+    path = Path(source)
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise ConfigError("", f"cannot read config file {path}: {error}") from error
+    except yaml.YAMLError as error:
+        raise ConfigError("", f"{path} is not valid YAML: {error}") from error
+    if not isinstance(loaded, Mapping):
+        raise ConfigError("", f"{path} must hold a mapping with a 'type' key")
+    return dict(loaded)
+
+
+def build(config: Mapping[str, Any] | str | Path, *, path: str = "") -> Reward:
+    """Build a reward from a config mapping or a YAML file.
+
+    Args:
+        config: ``{"type": <short name>, **constructor arguments}``, or a path to a YAML file
+            holding one. ``name`` is passed through to the reward.
+        path: Where this config sits inside a larger one; used in error messages.
+
+    Example:
+        >>> reward = build({"type": "string_match", "normalize": True})
+        >>> reward.name
+        'string_match'
+    """
+    options = load_config(config)
+    kind = options.pop("type", None)
+    if not isinstance(kind, str):
+        raise ConfigError(path, f"missing 'type'; one of: {', '.join(available())}")
+    try:
+        cls = reward_class(kind)
+    except KeyError:
+        raise ConfigError(path, f"unknown reward type {kind!r}; one of: {', '.join(available())}")
+    from_config = getattr(cls, "from_config", None)
+    if from_config is not None:
+        return from_config(options, path=path)
+    return construct(cls, options, path=path)
+
+
+def construct(cls: type[Reward], options: Mapping[str, Any], *, path: str) -> Reward:
+    """``cls(**options)`` with errors that name the config path and the accepted options."""
+    signature = inspect.signature(cls)
+    try:
+        signature.bind(**options)
+    except TypeError as error:
+        accepted = ", ".join(p for p in signature.parameters if p != "self")
+        raise ConfigError(path, f"{cls.__name__}: {error}; accepted options: {accepted}") from None
+    try:
+        return cls(**options)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(path, f"{cls.__name__}: {error}") from error
