@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage, check_batch
@@ -57,6 +57,7 @@ class Combine(Reward):
     def __init__(
         self,
         components: Mapping[str, Reward],
+        *,
         weights: Mapping[str, float] | None = None,
         mode: Literal["weighted_sum", "min"] = "weighted_sum",
         gate: Reward | None = None,
@@ -94,13 +95,12 @@ class Combine(Reward):
         if not isinstance(raw, Mapping) or not raw:
             raise ConfigError(path, "combine needs 'components': a mapping of name -> reward config")
         components, weights = {}, {}
-        for key, sub in raw.items():
-            if not isinstance(sub, Mapping):
+        for key, entry in raw.items():
+            if not isinstance(entry, Mapping):
                 raise ConfigError(f"{path}.components.{key}", "must be a reward config mapping")
-            sub = dict(sub)
+            sub = {"name": key, **entry}
             if "weight" in sub:
                 weights[key] = sub.pop("weight")
-            sub.setdefault("name", key)
             components[key] = build(sub, path=f"{path}.components.{key}".lstrip("."))
         if options.get("gate") is not None:
             options["gate"] = build(options["gate"], path=f"{path}.gate".lstrip("."))
@@ -116,8 +116,10 @@ class Combine(Reward):
         per_component = await _score_all(rewards, samples)
         gate_scores = per_component.pop("\0gate", None)
         return [
-            self._combine({name: scores[i] for name, scores in per_component.items()},
-                          None if gate_scores is None else gate_scores[i])
+            self._combine(
+                {name: scores[i] for name, scores in per_component.items()},
+                None if gate_scores is None else gate_scores[i],
+            )
             for i in range(len(samples))
         ]
 
@@ -139,15 +141,25 @@ class Combine(Reward):
             failed = {f"gate/{self.gate.name}": gate, **failed}
         if failed and self.on_component_failure == "fail":
             first_name, first = next(iter(failed.items()))
-            return Score.failure(first.status, f"component {first_name!r} failed: {first.reason}",
-                                 breakdown=breakdown, usage=usage, details=details)
+            return Score.failure(
+                first.status,
+                f"component {first_name!r} failed: {first.reason}",
+                breakdown=breakdown,
+                usage=usage,
+                details=details,
+            )
         if failed:
             details["skipped"] = sorted(failed)
 
         counted = {name: score.value for name, score in parts.items() if score.ok}
         if not counted:
-            return Score.failure(Status.NOT_APPLICABLE, reason or "no component applies",
-                                 breakdown=breakdown, usage=usage, details=details)
+            return Score.failure(
+                Status.NOT_APPLICABLE,
+                reason or "no component applies",
+                breakdown=breakdown,
+                usage=usage,
+                details=details,
+            )
         if self.mode == "min":
             value = min(counted.values())
         else:
@@ -181,6 +193,7 @@ class Route(Reward):
     def __init__(
         self,
         routes: Mapping[str, Reward],
+        *,
         by: str = "data_source",
         default: Reward | None = None,
         name: str = "route",
@@ -201,11 +214,10 @@ class Route(Reward):
         if not isinstance(raw, Mapping) or not raw:
             raise ConfigError(path, "route needs 'routes': a mapping of field value -> reward config")
         routes = {}
-        for key, sub in raw.items():
-            sub = dict(sub) if isinstance(sub, Mapping) else sub
-            if isinstance(sub, dict):
-                sub.setdefault("name", str(key))
-            routes[str(key)] = build(sub, path=f"{path}.routes.{key}".lstrip("."))
+        for key, entry in raw.items():
+            if not isinstance(entry, Mapping):
+                raise ConfigError(f"{path}.routes.{key}", "must be a reward config mapping")
+            routes[str(key)] = build({"name": str(key), **entry}, path=f"{path}.routes.{key}".lstrip("."))
         if options.get("default") is not None:
             options["default"] = build(options["default"], path=f"{path}.default".lstrip("."))
         try:
@@ -221,7 +233,8 @@ class Route(Reward):
                 if self.default is None:
                     scores[index] = Score.failure(
                         Status.INVALID_INPUT,
-                        f"{sample.label(index)}: fields.{self.by} is missing; it selects the reward")
+                        f"{sample.label(index)}: fields.{self.by} is missing; it selects the reward",
+                    )
                     continue
                 groups["\0default"].append(index)
                 continue
@@ -230,7 +243,8 @@ class Route(Reward):
                 groups[key if key in self.routes else "\0default"].append(index)
             else:
                 scores[index] = Score.failure(
-                    Status.NOT_APPLICABLE, f"no reward routed for {self.by}={key!r}")
+                    Status.NOT_APPLICABLE, f"no reward routed for {self.by}={key!r}"
+                )
 
         async def run(key: str, indices: list[int]) -> None:
             reward = self.default if key == "\0default" else self.routes[key]

@@ -168,7 +168,9 @@ class Score:
             "steps": self.steps,
             "breakdown": dict(self.breakdown),
             "reason": self.reason,
-            "usage": None if self.usage is None else {
+            "usage": None
+            if self.usage is None
+            else {
                 "prompt_tokens": self.usage.prompt_tokens,
                 "completion_tokens": self.usage.completion_tokens,
                 "cost_usd": self.usage.cost_usd,
@@ -207,7 +209,7 @@ class Reward(abc.ABC):
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
             return executor.submit(asyncio.run, coroutine).result()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - most rewards hold nothing to release
         """Release worker processes or connections the reward holds (idempotent)."""
 
     def __repr__(self) -> str:
@@ -236,15 +238,11 @@ class RuleReward(Reward):
         except InvalidInput as error:
             return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
         except Exception as error:  # noqa: BLE001 - a reward bug must not sink the batch
-            return Score.failure(
-                Status.ERROR, f"{sample.label(index)}: {type(error).__name__}: {error}"
-            )
+            return Score.failure(Status.ERROR, f"{sample.label(index)}: {type(error).__name__}: {error}")
 
 
 def check_batch(reward: Reward, samples: Sequence[Sample], scores: Sequence[Score]) -> list[Score]:
     """Enforce the one-score-per-sample rule at composition boundaries."""
     if len(scores) != len(samples):
-        raise RuntimeError(
-            f"reward {reward.name!r} returned {len(scores)} scores for {len(samples)} samples"
-        )
+        raise RuntimeError(f"reward {reward.name!r} returned {len(scores)} scores for {len(samples)} samples")
     return list(scores)

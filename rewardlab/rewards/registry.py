@@ -113,7 +113,7 @@ def build(config: Mapping[str, Any] | str | Path, *, path: str = "") -> Reward:
     try:
         cls = reward_class(kind)
     except KeyError:
-        raise ConfigError(path, f"unknown reward type {kind!r}; one of: {', '.join(available())}")
+        raise ConfigError(path, f"unknown reward type {kind!r}; one of: {', '.join(available())}") from None
     from_config = getattr(cls, "from_config", None)
     if from_config is not None:
         return from_config(options, path=path)
