@@ -1,0 +1,143 @@
+"""Find the final answer in a completion.
+
+Sources, tried in a fixed order so that the rule is predictable:
+
+1. ``\\boxed{...}`` / ``\\fbox{...}`` with nested braces. Which box counts is a setting: the last
+   one, the first one, or (default) every distinct box in the final paragraph, joined as a list.
+   The default means "\\boxed{2} or \\boxed{3}" is the answer "2, 3", which matches neither 2 nor 3,
+   while an intermediate result boxed in an earlier paragraph does not count.
+2. "The (final) answer is ..." / "Answer: ..." (the last occurrence).
+3. A math span (``$...$``, ``\\(...\\)``, ``\\[...\\]``) on the final line.
+4. The final line itself, when it is short.
+5. Only if asked for: the last number anywhere in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+BoxChoice = Literal["last", "first", "final_paragraph"]
+
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*")
+_PHRASE = re.compile(
+    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|:|=)\s*:?\s*(?P<rest>[^\n]*)", re.IGNORECASE
+)
+_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_PLACEHOLDER = re.compile(r"^\s*(?:\\phantom\{.*\}|\\quad|\\;|\s)*$")
+MAX_FINAL_LINE = 80
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """The answer found in a completion and where it came from."""
+
+    answer: str | None
+    method: str
+    candidates: tuple[str, ...] = ()
+
+
+def _braced(text: str, start: int) -> tuple[str, int] | None:
+    """Content of the brace group opening at ``start`` and the index after it."""
+    if start >= len(text) or text[start] != "{":
+        return None
+    depth = 0
+    for index in range(start, len(text)):
+        char = text[index]
+        if char == "\\":
+            continue
+        if char == "{" and text[index - 1] != "\\":
+            depth += 1
+        elif char == "}" and text[index - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : index], index + 1
+    return None
+
+
+def boxed_answers(text: str) -> list[tuple[str, int]]:
+    """Every boxed content with its position; ``\\boxed 5`` (no braces) counts as "5"."""
+    found = []
+    for match in _BOX.finditer(text):
+        group = _braced(text, match.end())
+        if group is not None:
+            content = group[0]
+        else:
+            bare = re.match(r"[^\s$]+", text[match.end() :])
+            if bare is None:
+                continue
+            content = bare.group()
+        if not _PLACEHOLDER.match(content):
+            found.append((content.strip(), match.start()))
+    return found
+
+
+def _choose_boxes(text: str, boxes: list[tuple[str, int]], choice: BoxChoice) -> str:
+    if choice == "first":
+        return boxes[0][0]
+    if choice == "last":
+        return boxes[-1][0]
+    final_paragraph_start = text.rfind("\n\n", 0, boxes[-1][1]) + 1
+    distinct: list[str] = []
+    for content, position in boxes:
+        if position >= final_paragraph_start and content not in distinct:
+            distinct.append(content)
+    return ", ".join(distinct)
+
+
+def _after_phrase(text: str) -> str | None:
+    matches = list(_PHRASE.finditer(text))
+    if not matches:
+        return None
+    rest = matches[-1].group("rest").strip()
+    span = _MATH_SPAN.search(rest)
+    if span is not None:
+        rest = next(group for group in span.groups() if group is not None)
+    rest = rest.strip().rstrip(".").strip()
+    return rest or None
+
+
+def _final_line(text: str) -> str | None:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else None
+
+
+def extract_answer(
+    text: str,
+    *,
+    box_choice: BoxChoice = "final_paragraph",
+    use_phrases: bool = True,
+    use_final_line: bool = True,
+    last_number_fallback: bool = False,
+) -> Extraction:
+    """The final answer in ``text`` (see the module docstring for the order of sources)."""
+    boxes = boxed_answers(text)
+    if boxes:
+        return Extraction(_choose_boxes(text, boxes, box_choice), "boxed", tuple(b for b, _ in boxes))
+    if use_phrases and (answer := _after_phrase(text)) is not None:
+        return Extraction(answer, "answer_phrase")
+    line = _final_line(text)
+    if use_final_line and line is not None:
+        spans = [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(line)]
+        if spans:
+            return Extraction(spans[-1].strip(), "final_math")
+        if len(line) <= MAX_FINAL_LINE:
+            return Extraction(line.rstrip(".").strip(), "final_line")
+    if last_number_fallback:
+        numbers = _NUMBER.findall(text)
+        if numbers:
+            return Extraction(numbers[-1], "last_number")
+    return Extraction(None, "none")
+
+
+def reference_answer(reference: str) -> str:
+    """The gold answer inside a reference: a boxed answer, the part after GSM8K's "####", or the
+    whole reference when it is already a bare answer."""
+    boxes = boxed_answers(reference)
+    if boxes:
+        return boxes[-1][0]
+    if "####" in reference:
+        return reference.rsplit("####", 1)[1].strip()
+    return reference.strip()

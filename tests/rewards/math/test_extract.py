@@ -1,0 +1,54 @@
+import pytest
+
+from rewardlab.rewards.math.extract import boxed_answers, extract_answer, reference_answer
+
+
+def test_nested_braces_in_a_box():
+    assert extract_answer(r"so \boxed{\frac{\sqrt{3}}{2}} done").answer == r"\frac{\sqrt{3}}{2}"
+
+
+def test_unbraced_box():
+    assert extract_answer(r"answer: $\boxed 7$").answer == "7"
+
+
+def test_box_choice_modes():
+    text = "First \\boxed{1}.\n\nThen \\boxed{2} or \\boxed{3}."
+    assert extract_answer(text, box_choice="last").answer == "3"
+    assert extract_answer(text, box_choice="first").answer == "1"
+    # Every distinct box of the final paragraph: hedging between boxes becomes a list.
+    assert extract_answer(text).answer == "2, 3"
+    assert extract_answer("x \\boxed{5}\n\nso \\boxed{5}").answer == "5"
+
+
+def test_placeholder_boxes_are_ignored():
+    assert [b for b, _ in boxed_answers(r"\boxed{\phantom{2}} \boxed{4}")] == ["4"]
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "method"),
+    [
+        ("Thus the final answer is $\\frac{1}{2}$. I hope", r"\frac{1}{2}", "answer_phrase"),
+        ("The answer is: 12 apples.", "12 apples", "answer_phrase"),
+        ("Answer: (C)", "(C)", "answer_phrase"),
+        ("We compute things.\nSo we get \\(x = 3\\)", "x = 3", "final_math"),
+        ("Long reasoning...\n42", "42", "final_line"),
+    ],
+)
+def test_sources_in_order(text, answer, method):
+    extraction = extract_answer(text)
+    assert (extraction.answer, extraction.method) == (answer, method)
+
+
+def test_last_number_only_when_asked():
+    text = (
+        "I computed 3 then 17 and kept going without ever stating a final answer in a short line at all....."
+    )
+    text += " " * 100
+    assert extract_answer(text * 2).answer is None
+    assert extract_answer(text * 2, last_number_fallback=True).answer == "17"
+
+
+def test_reference_forms():
+    assert reference_answer(r"so \boxed{12}") == "12"
+    assert reference_answer("She makes 9 * 2 = 18\n#### 18") == "18"
+    assert reference_answer(" 3/4 ") == "3/4"

@@ -1,0 +1,130 @@
+import asyncio
+import pickle
+import threading
+import time
+
+import pytest
+
+from rewardlab import Sample, Status, build
+from rewardlab.rewards.math.reward import MathAnswerReward
+
+
+@pytest.fixture(scope="module")
+def reward():
+    reward = MathAnswerReward(cas_budget_s=3.0)
+    yield reward
+    reward.close()
+
+
+def score(reward, completion, reference, **kwargs):
+    return reward.score([Sample(completion=completion, reference=reference, **kwargs)])[0]
+
+
+def test_fast_path_correct_and_incorrect(reward):
+    right = score(reward, r"Adding, we get $\boxed{\dfrac{3}{4}}$.", "0.75")
+    wrong = score(reward, r"So $\boxed{\frac{4}{3}}$.", "0.75")
+    assert (right.value, right.details["path"], right.reason) == (1.0, "fast", None)
+    assert wrong.value == 0.0 and "not equivalent" in wrong.reason
+    assert wrong.details["extracted"] == r"\frac{4}{3}" and wrong.details["method"] == "boxed"
+
+
+def test_cas_path_settles_what_the_fast_path_cannot(reward):
+    result = score(reward, r"The answer is $\boxed{\log_2 8}$", "3")
+    assert result.value == 1.0 and result.details["path"] == "cas"
+    wrong = score(reward, r"\boxed{\binom{5}{2}}", "11")
+    assert wrong.value == 0.0 and wrong.details["path"] == "cas"
+
+
+def test_references_in_solution_and_gsm8k_form(reward):
+    assert score(reward, "\\boxed{18}", "Janet sells 9 eggs... she makes $18.\n#### 18").value == 1.0
+    assert score(reward, "\\boxed{18}", r"So she makes $\boxed{18}$ dollars.").value == 1.0
+
+
+def test_no_answer_is_an_ok_zero_and_missing_reference_is_invalid(reward):
+    no_answer = score(reward, "I am not sure how to go on with this one, it is hard, " * 4, "5")
+    assert no_answer.ok and no_answer.value == 0.0 and no_answer.reason == "no final answer found"
+    missing = score(reward, r"\boxed{5}", None, id="q-9")
+    assert missing.status is Status.INVALID_INPUT
+    assert "q-9" in missing.reason and "reference" in missing.reason
+
+
+def test_answer_stuffing_fails(reward):
+    assert score(reward, r"It is \boxed{2} or \boxed{3}.", "3").value == 0.0
+    assert score(reward, r"\boxed{A \text{ or } B \text{ or } C}", "B").value == 0.0
+    assert score(reward, r"\boxed{1, 2, 3, 4, 5}", "3").value == 0.0
+
+
+def test_chat_completion(reward):
+    completion = [{"role": "assistant", "content": "Hmm."}, {"role": "assistant", "content": r"\boxed{7}"}]
+    assert reward.score([Sample(completion=completion, reference="7")])[0].value == 1.0
+
+
+def test_pathological_inputs_end_within_budget_with_a_status():
+    reward = MathAnswerReward(cas_budget_s=1.5)
+    samples = [
+        Sample(completion=r"\boxed{10^{10^{10^{10}}}}", reference="1"),
+        Sample(completion="\\boxed{" + "1" * 100_000 + "}", reference="1"),
+        Sample(completion="\\boxed{" + r"\frac{1}{" * 300 + "2" + "}" * 300 + "}", reference="1"),
+        Sample(completion=r"\boxed{2}", reference="2"),
+    ]
+    started = time.monotonic()
+    scores = reward.score(samples)
+    elapsed = time.monotonic() - started
+    reward.close()
+    assert elapsed < 1.5 * 2 + 2.0, elapsed  # one budget per CAS comparison, two workers, plus start-up
+    assert scores[0].status in (Status.TIMEOUT, Status.OK, Status.ERROR)
+    assert scores[0].status is not Status.OK or scores[0].value == 0.0
+    assert scores[1].status is Status.INVALID_INPUT and "100000 characters" in scores[1].reason
+    assert scores[2].status in (Status.TIMEOUT, Status.OK, Status.ERROR, Status.INVALID_INPUT)
+    assert scores[3].value == 1.0
+
+
+def test_a_comparison_that_overruns_is_a_timeout_not_a_zero():
+    reward = MathAnswerReward(cas_budget_s=0.5)
+    # Large symbolic powers that the fast path refuses and sympy grinds on.
+    [result] = reward.score(
+        [Sample(completion=r"\boxed{(x+1)^{2000} - (x-1)^{2000}}", reference="(x+2)^{2000}")]
+    )
+    reward.close()
+    assert result.status is Status.TIMEOUT and result.value is None and "budget" in result.reason
+
+
+def test_works_from_threads_and_from_a_running_event_loop(reward):
+    results = []
+
+    def worker():
+        results.append(score(reward, r"\boxed{\log_3 9}", "2").value)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    async def in_loop():
+        return await reward.ascore([Sample(completion=r"\boxed{\log_5 25}", reference="2")])
+
+    assert results == [1.0, 1.0, 1.0]
+    assert asyncio.run(in_loop())[0].value == 1.0
+
+
+def test_identical_pairs_in_a_batch_are_compared_once(reward):
+    samples = [Sample(completion=r"\boxed{\log_2 32}", reference="5") for _ in range(8)]
+    before = len(reward._cas_cache)
+    scores = reward.score(samples)
+    assert [s.value for s in scores] == [1.0] * 8
+    assert len(reward._cas_cache) == before + 1
+
+
+def test_pickles_without_its_worker_pool(reward):
+    reward.score([Sample(completion=r"\boxed{\log_2 4}", reference="2")])
+    copy = pickle.loads(pickle.dumps(reward))
+    assert copy._pool is None
+    assert copy.score([Sample(completion=r"\boxed{\log_2 16}", reference="4")])[0].value == 1.0
+    copy.close()
+
+
+def test_built_from_config():
+    reward = build({"type": "math_answer", "box_choice": "last", "cas_budget_s": 2})
+    assert isinstance(reward, MathAnswerReward) and reward.box_choice == "last"
+    assert reward.score([Sample(completion=r"\boxed{1} \boxed{2}", reference="2")])[0].value == 1.0

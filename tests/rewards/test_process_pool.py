@@ -1,0 +1,67 @@
+import asyncio
+import os
+import time
+
+import pytest
+
+from rewardlab.rewards.process_pool import KillableProcessPool, TaskFailed, TaskTimeout, WorkerCrashed
+
+
+def spin_forever():
+    while True:
+        pass
+
+
+def exit_abruptly():
+    os._exit(3)
+
+
+def allocate(megabytes):
+    return len(bytearray(megabytes << 20))
+
+
+def fail():
+    raise KeyError("missing")
+
+
+@pytest.fixture
+def pool():
+    pool = KillableProcessPool(2, memory_limit_bytes=512 << 20)
+    yield pool
+    pool.close()
+
+
+def test_results_and_remote_exceptions(pool):
+    assert pool.submit(pow, 3, 4, budget_s=10).result() == 81
+    with pytest.raises(TaskFailed, match="KeyError"):
+        pool.submit(fail, budget_s=10).result()
+
+
+def test_overrunning_task_is_killed_and_the_pool_keeps_working(pool):
+    started = time.monotonic()
+    with pytest.raises(TaskTimeout, match="budget"):
+        pool.submit(spin_forever, budget_s=0.5).result()
+    assert time.monotonic() - started < 5
+    assert pool.submit(pow, 2, 5, budget_s=10).result() == 32
+
+
+def test_crash_and_memory_limit_are_contained(pool):
+    with pytest.raises(WorkerCrashed, match="code 3"):
+        pool.submit(exit_abruptly, budget_s=10).result()
+    with pytest.raises((TaskFailed, WorkerCrashed)):
+        pool.submit(allocate, 2048, budget_s=10).result()
+    assert pool.submit(allocate, 16, budget_s=10).result() == 16 << 20
+
+
+def test_tasks_run_in_parallel_from_asyncio(pool):
+    async def run_all():
+        return await asyncio.gather(*(pool.run(pow, 2, i, budget_s=10) for i in range(20)))
+
+    assert asyncio.run(run_all()) == [2**i for i in range(20)]
+
+
+def test_closed_pool_refuses_work():
+    pool = KillableProcessPool(1)
+    pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.submit(pow, 1, 1, budget_s=1)
