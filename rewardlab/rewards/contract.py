@@ -19,6 +19,10 @@ from typing import Any
 Message = Mapping[str, Any]
 Text = str | Sequence[Message]
 
+#: Dataset columns read as `Sample.reference` when no column is named, in this order; shared by
+#: the TRL adapter and offline scoring so that one dataset means the same thing in both.
+REFERENCE_COLUMNS = ("reference", "answer", "solution", "ground_truth", "gold", "target")
+
 
 class Status(StrEnum):
     """Why a score has, or has not, a value."""

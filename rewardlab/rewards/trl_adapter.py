@@ -16,10 +16,8 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from rewardlab.rewards.contract import Reward, Sample, Score, Status
+from rewardlab.rewards.contract import REFERENCE_COLUMNS, Reward, Sample, Score, Status
 
-#: Dataset columns taken as `Sample.reference` when no column is named, in this order.
-REFERENCE_COLUMNS = ("reference", "answer", "solution", "ground_truth", "gold", "target")
 _TRAINER_KEYWORDS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
 
 OnError = Literal["none", "raise", "value"]

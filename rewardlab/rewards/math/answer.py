@@ -3,28 +3,41 @@ list, a union of intervals, a matrix, a multiple-choice letter, or plain text.
 
 Shapes decide how two answers are compared (a set ignores order, an interval does not, a
 matrix compares entry by entry), so they are recognised once, here, from the normalised text.
+Inequalities ("3 < x \\le 4", "x \\ge 0") are read as the intervals they describe.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 
-from rewardlab.rewards.math.expression import Node, Unsupported, parse_expression
-from rewardlab.rewards.math.normalize import Normalized, normalize
+from rewardlab.rewards.math.expression import Node, Unsupported, evaluate, parse_expression
+from rewardlab.rewards.math.normalize import EMPTY_SET, Normalized, normalize
+from rewardlab.rewards.math.units import Unit
 
 MAX_ANSWER_CHARS = 2000
 MAX_ITEMS = 64
+#: "x = 1/3 \approx 0.33" is consistent; "x = 1/3 \approx 1.3" contradicts itself.
+APPROXIMATION_TOLERANCE = 0.05
 
 _CHOICE = re.compile(r"^\(?\s*([A-Ea-e])\s*\)?$")
 _CHOICE_PREFIX = re.compile(r"^\(?([A-E])(?:\)|\.|:|\s|$)")
+_CHOICE_LAST = re.compile(r"(?:^|[\s(])\(?([A-E])\)?\.?$")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL)
-_HEDGE = re.compile(r"\bor\b|\\lor\b|\\vee\b")
+_HEDGE = re.compile(r"\bor\b|\\lor(?![a-zA-Z])|\\vee(?![a-zA-Z])")
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})\s*(?:([ap])\.?\s*m?\.*)?$", re.IGNORECASE)
 _INFINITY = re.compile(r"^([+-]?)\s*(?:\\infty|∞|\\inf|infinity|inf)$")
+_MEMBERSHIP = re.compile(r"^[a-zA-Z]\s*\\in\s+")
+_RELATION = re.compile(
+    r"\\leq?(?![a-zA-Z])|\\geq?(?![a-zA-Z])|\\lt(?![a-zA-Z])|\\gt(?![a-zA-Z])|<=|>=|≤|≥|<|>"
+)
+_LESS = {r"\le": "<=", r"\leq": "<=", r"\lt": "<", "<=": "<=", "≤": "<=", "<": "<"}
+_GREATER = {r"\ge": ">=", r"\geq": ">=", r"\gt": ">", ">=": ">=", "≥": ">=", ">": ">"}
 
 
 class InvalidAnswer(ValueError):
-    """An answer too large or too deeply nested to verify within a budget."""
+    """An answer too large to verify within a budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +45,8 @@ class Scalar:
     node: Node
     percent: bool = False
     degrees: bool = False
+    radians: bool = False
+    unit: Unit | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +71,11 @@ class Bracketed:
 
 @dataclass(frozen=True, slots=True)
 class Collection:
-    """An unordered answer: ``\\{1, 2\\}`` or a bare list of solutions ``1, 2``."""
+    """An unordered answer: a set ``\\{1, 2\\}`` (braces) or a bare list of solutions ``1, 2``."""
 
     items: tuple
     braces: bool
+    text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +86,13 @@ class Union:
 @dataclass(frozen=True, slots=True)
 class Matrix:
     rows: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """A time of day ("4:30 p.m."), as minutes after midnight."""
+
+    minutes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,12 +107,15 @@ class Text:
 
 @dataclass(frozen=True, slots=True)
 class Hedged:
-    """Several alternatives offered as one answer ("2 or 3"): never a correct answer."""
+    """Several alternatives offered as one answer ("2 or 3"), or an answer that contradicts
+    itself ("x = 7 = 11"): never a correct answer."""
 
     text: str
 
 
-Answer = Scalar | Infinity | Equation | Bracketed | Collection | Union | Matrix | Choice | Text | Hedged
+Answer = (
+    Scalar | Infinity | Equation | Bracketed | Collection | Union | Matrix | Clock | Choice | Text | Hedged
+)
 
 
 def split_top_level(text: str, separator: str) -> list[str]:
@@ -124,81 +150,222 @@ def _balanced_inside(text: str) -> bool:
     return depth == 0
 
 
+def _choice(text: str) -> Choice | None:
+    match = _CHOICE_PREFIX.match(text) or _CHOICE.match(text) or _CHOICE_LAST.search(text)
+    return Choice(match.group(1).upper()) if match else None
+
+
 def parse_answer(raw: str, choice_expected: bool = False) -> Answer:
     """The shape and content of an answer, or raise `Unsupported` / `InvalidAnswer`."""
     if len(raw) > MAX_ANSWER_CHARS:
         raise InvalidAnswer(f"answer is {len(raw)} characters, over the {MAX_ANSWER_CHARS} limit")
     cleaned = normalize(raw)
     text = cleaned.text
-    if choice_expected:
-        match = _CHOICE_PREFIX.match(text) or _CHOICE.match(text)
-        if match:
-            return Choice(match.group(1).upper())
     if _HEDGE.search(text):
-        return Hedged(text)
+        intervals = _inequality_union(text)
+        return intervals if intervals is not None else Hedged(text)
+    if choice_expected and (choice := _choice(text)) is not None:
+        return choice
     return _parse_shape(text, cleaned)
 
 
 def _parse_shape(text: str, cleaned: Normalized) -> Answer:
     if not text:
         raise Unsupported("empty answer")
+    if text == EMPTY_SET:
+        return Collection((), braces=True, text=text)
+    if (clock := _CLOCK.match(text)) is not None:
+        return _clock(clock)
+    text = _MEMBERSHIP.sub("", text)
     if (match := _MATRIX.match(text)) is not None:
         rows = [row for row in re.split(r"\\\\", match.group(2)) if row.strip()]
-        return Matrix(tuple(tuple(_scalar(cell) for cell in row.split("&")) for row in rows))
+        matrix = Matrix(tuple(tuple(_scalar(cell) for cell in row.split("&")) for row in rows))
+        return Scalar(("num", _determinant(matrix), None)) if match.group(1) == "vmatrix" else matrix
     if r"\cup" in text:
-        return Union(
-            tuple(_parse_shape(part.strip(), Normalized(part.strip())) for part in text.split(r"\cup"))
-        )
+        return Union(tuple(_item(part) for part in split_top_level(text, r"\cup")))
     if text.startswith(r"\{") and text.endswith(r"\}"):
         inner = text[2:-2].strip()
-        return Collection(tuple(_endpoint(part) for part in _list_parts(inner)) if inner else (), braces=True)
+        return Collection(tuple(_item(part) for part in _list_parts(inner)) if inner else (), True, text)
+    if _RELATION.search(text) and (interval := _inequality(text)) is not None:
+        return interval
+    if r"\approx" in text:
+        return _approximation(text, cleaned)
     sides = split_top_level(text, "=")
     if len(sides) == 2:
         left, right = (parse_expression(side.strip()) for side in sides)
         return Equation(left, right)
     if len(sides) > 2:
-        raise Unsupported("chained equalities")
+        return _chain([side.strip() for side in sides])
     if text[0] in "([" and text[-1] in ")]" and _balanced_inside(text):
         inner = split_top_level(text[1:-1], ",")
         if len(inner) > 1:
-            return Bracketed(text[0], text[-1], tuple(_endpoint(item) for item in inner))
+            return Bracketed(text[0], text[-1], tuple(_item(part) for part in inner))
     parts = _list_parts(text)
     if len(parts) > 1:
-        return Collection(tuple(_endpoint(part) for part in parts), braces=False)
+        return Collection(tuple(_item(part) for part in parts), braces=False, text=text)
     if (match := _INFINITY.match(text)) is not None:
         return Infinity(-1 if match.group(1) == "-" else 1)
     if r"\pm" in text or r"\mp" in text:
-        plus = text.replace(r"\pm", "+").replace(r"\mp", "-")
-        minus = text.replace(r"\pm", "-").replace(r"\mp", "+")
-        return Collection((_scalar(plus), _scalar(minus)), braces=False)
-    try:
-        return Scalar(parse_expression(text), percent=cleaned.percent, degrees=cleaned.degrees)
-    except Unsupported:
-        if re.fullmatch(r"[A-Za-z][A-Za-z .'-]*", text) and len(text) > 1:
-            return Text(text.lower())
-        raise
+        return Collection(tuple(_scalar(item) for item in _plus_minus(text)), braces=False, text=text)
+    if re.fullmatch(r"[A-Za-z]+(?:[ '.-][A-Za-z]+)*\.?", text) and re.search(r"[A-Za-z]{3,}", text):
+        # Words ("east", "odd", "no real roots"), not a product of single-letter variables.
+        return Text(text.lower())
+    return Scalar(parse_expression(text), cleaned.percent, cleaned.degrees, cleaned.radians, cleaned.unit)
+
+
+def _plus_minus(text: str) -> list[str]:
+    """``1 \\pm \\sqrt{5}`` stands for two items."""
+    if r"\pm" not in text and r"\mp" not in text:
+        return [text]
+    plus = text.replace(r"\pm", "+").replace(r"\mp", "-")
+    minus = text.replace(r"\pm", "-").replace(r"\mp", "+")
+    return [plus, minus]
+
+
+def _clock(match: re.Match[str]) -> Clock:
+    hours, minutes, half = int(match.group(1)), int(match.group(2)), (match.group(3) or "").lower()
+    if minutes >= 60 or hours > 23 or (half and not 1 <= hours <= 12):
+        raise Unsupported("not a time of day")
+    if half:
+        hours = hours % 12 + (12 if half == "p" else 0)
+    return Clock(hours * 60 + minutes)
 
 
 def _list_parts(text: str) -> list[str]:
-    """Items of a list written with top-level commas or "and"."""
+    """Items of a list written with top-level commas or "and"; ``a \\pm b`` counts as two."""
     parts = split_top_level(text, ",")
     if len(parts) == 1:
         parts = re.split(r"\s+and\s+", text)
-    if len(parts) > MAX_ITEMS:
-        raise Unsupported("too many items")
-    parts = [part.strip() for part in parts]
+    parts = [re.sub(r"^and\s+", "", part.strip()) for part in parts]
     if len(parts) > 1 and not all(parts):
         raise Unsupported("empty list item")
+    if len(parts) > 1:
+        parts = [item for part in parts for item in _plus_minus(part)]
+    if len(parts) > MAX_ITEMS:
+        raise Unsupported("too many items")
     return parts
 
 
-def _endpoint(text: str) -> Answer:
-    text = text.strip()
-    if (match := _INFINITY.match(text)) is not None:
+def _item(text: str) -> Answer:
+    """An element of a tuple, set, list or union, cleaned on its own (it may carry a unit)."""
+    cleaned = normalize(text)
+    if (match := _INFINITY.match(cleaned.text)) is not None:
         return Infinity(-1 if match.group(1) == "-" else 1)
-    return _parse_shape(text, normalize(text))
+    return _parse_shape(cleaned.text, cleaned)
 
 
 def _scalar(text: str) -> Scalar:
     cleaned = normalize(text)
-    return Scalar(parse_expression(cleaned.text), percent=cleaned.percent, degrees=cleaned.degrees)
+    return Scalar(
+        parse_expression(cleaned.text), cleaned.percent, cleaned.degrees, cleaned.radians, cleaned.unit
+    )
+
+
+def _determinant(matrix: Matrix) -> Fraction:
+    """``\\begin{vmatrix}...\\end{vmatrix}`` is a determinant; exact, by Gaussian elimination."""
+    size = len(matrix.rows)
+    if any(len(row) != size for row in matrix.rows):
+        raise Unsupported("the determinant of a non-square matrix")
+    rows = [[evaluate(cell.node) for cell in row] for row in matrix.rows]
+    if not all(isinstance(value, Fraction) for row in rows for value in row):
+        raise Unsupported("a determinant with irrational entries")
+    determinant = Fraction(1)
+    for column in range(size):
+        pivot = next((r for r in range(column, size) if rows[r][column] != 0), None)
+        if pivot is None:
+            return Fraction(0)
+        if pivot != column:
+            rows[column], rows[pivot] = rows[pivot], rows[column]
+            determinant = -determinant
+        determinant *= rows[column][column]
+        for below in range(column + 1, size):
+            factor = rows[below][column] / rows[column][column]
+            rows[below] = [a - factor * b for a, b in zip(rows[below], rows[column], strict=True)]
+    return determinant
+
+
+def _numeric(node: Node) -> complex | None:
+    try:
+        return complex(evaluate(node))
+    except (Unsupported, ZeroDivisionError, OverflowError, ValueError):
+        return None
+
+
+def _chain(sides: list[str]) -> Answer:
+    """``x = 5+5+1 = 11``: every value in the chain must agree, and the last one is the answer."""
+    nodes = [parse_expression(side) for side in sides]
+    values = [_numeric(node) for node in nodes[1:]]
+    known = [value for value in values if value is not None]
+    if any(abs(value - known[0]) > 1e-9 * max(1.0, abs(known[0])) for value in known[1:]):
+        return Hedged("=".join(sides))
+    if len(known) != len(values):
+        raise Unsupported("chained equalities with unknowns")
+    return Equation(nodes[0], nodes[-1])
+
+
+def _approximation(text: str, cleaned: Normalized) -> Answer:
+    """``1/3 \\approx 0.33``: the exact part is the answer, if the approximations agree with it."""
+    exact, *approximations = (part.strip() for part in text.split(r"\approx"))
+    if re.fullmatch(r"[a-zA-Z]", exact) and len(approximations) == 1:
+        # "x \approx 11" states the value 11, like "x = 11".
+        return Equation(parse_expression(exact), parse_expression(approximations[0]))
+    answer = _parse_shape(
+        exact, Normalized(exact, cleaned.percent, cleaned.degrees, cleaned.radians, cleaned.unit)
+    )
+    node = (
+        answer.right if isinstance(answer, Equation) else answer.node if isinstance(answer, Scalar) else None
+    )
+    value = None if node is None else _numeric(node)
+    for approximation in approximations:
+        approximate = _numeric(parse_expression(approximation))
+        inconsistent = (
+            value is not None
+            and approximate is not None
+            and (abs(approximate - value) > APPROXIMATION_TOLERANCE * max(abs(value), 1e-12))
+        )
+        if inconsistent:
+            return Hedged(text)
+    return answer
+
+
+def _endpoint(text: str) -> tuple[Node | None, str | None]:
+    """One side of an inequality: (bound or None for the variable, variable name or None)."""
+    text = text.strip()
+    if re.fullmatch(r"[a-zA-Z]", text):
+        return None, text
+    return parse_expression(text), None
+
+
+def _inequality(text: str) -> Bracketed | None:
+    """The interval described by ``a < x \\le b``, ``x \\ge a`` or ``b > x``; None if not one."""
+    operators = _RELATION.findall(text)
+    pieces = _RELATION.split(text)
+    if len(pieces) not in (2, 3):
+        return None
+    try:
+        sides = [_endpoint(piece) for piece in pieces]
+    except Unsupported:
+        return None
+    names = [name for _, name in sides if name is not None]
+    if len(names) != 1:
+        return None
+    if all(op in _GREATER for op in operators):
+        sides, operators = sides[::-1], [{">": "<", ">=": "<="}[_GREATER[op]] for op in operators[::-1]]
+    elif all(op in _LESS for op in operators):
+        operators = [_LESS[op] for op in operators]
+    else:
+        return None
+    low, high, opening, closing = Infinity(-1), Infinity(1), "(", ")"
+    variable_at = next(index for index, (_, name) in enumerate(sides) if name is not None)
+    if variable_at > 0:
+        low, opening = Scalar(sides[variable_at - 1][0]), "[" if operators[variable_at - 1] == "<=" else "("
+    if variable_at < len(sides) - 1:
+        high, closing = Scalar(sides[variable_at + 1][0]), "]" if operators[variable_at] == "<=" else ")"
+    return Bracketed(opening, closing, (low, high))
+
+
+def _inequality_union(text: str) -> Union | None:
+    """``x < 2 \\text{ or } x > 3`` is a union of intervals, not a hedge."""
+    parts = [part.strip() for part in _HEDGE.split(text)]
+    intervals = [_inequality(part) if _RELATION.search(part) else None for part in parts]
+    return Union(tuple(intervals)) if all(intervals) else None

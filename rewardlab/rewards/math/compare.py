@@ -4,12 +4,21 @@ Every function here answers True, False, or None for "not sure". None is not a f
 sends the pair to the CAS, which is slower but knows more. A definite answer is only given when
 the comparison is sound: exact rational arithmetic, or numeric evaluation of expressions whose
 values are determined (identity testing at random points for expressions with variables).
+
+Policies (each one a choice a grader has to make, stated once):
+
+- Decimals are exact: 0.5 = 1/2, but 0.333 != 1/3 and 3.14 != pi. A decimal with at least
+  `APPROXIMATION_DIGITS` significant digits is a printed float and may stand for an exact value.
+- Percent: "50%" equals 50/100 and also a bare "50" (datasets often drop the sign).
+- Angles: degrees and radians are converted only when the radian side says so (pi, or "rad").
+- Units: dropped when one side has none; converted when both sides state one.
 """
 
 from __future__ import annotations
 
 import cmath
 import random
+import re
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -17,6 +26,7 @@ from rewardlab.rewards.math.answer import (
     Answer,
     Bracketed,
     Choice,
+    Clock,
     Collection,
     Equation,
     Hedged,
@@ -26,27 +36,32 @@ from rewardlab.rewards.math.answer import (
     Text,
     Union,
 )
-from rewardlab.rewards.math.expression import Node, Unsupported, evaluate, single_decimal_places, variables
+from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, evaluate, variables
+from rewardlab.rewards.math.normalize import THOUSANDS
 
-#: A decimal approximation of an exact answer (0.333333 for 1/3) counts when it carries at least
-#: this many decimal places and is the correctly rounded value.
-MIN_APPROXIMATION_PLACES = 6
+APPROXIMATION_DIGITS = 10
+APPROXIMATION_RELATIVE = 1e-9
 #: Floats closer than this (relatively) are equal: float noise from evaluating irrationals.
 EQUAL_RELATIVE = 1e-10
 EQUAL_ABSOLUTE = 1e-12
 #: Floats further apart than this (relatively) are different; in between, ask the CAS.
 DIFFERENT_RELATIVE = 1e-6
-#: Letters that are constants as often as variables; an answer using them goes to the CAS.
-AMBIGUOUS_SYMBOLS = frozenset({"e", "i"})
 IDENTITY_POINTS = 4
 
 Verdict = bool | None
 
 
-def _random_points(names: frozenset[str], count: int) -> list[dict[str, complex]]:
+def _random_points(names: frozenset[str], count: int, mixed_signs: bool) -> list[dict[str, complex]]:
     # Seeded by the variable names so that a verdict never changes between runs.
-    generator = random.Random(",".join(sorted(names)))
-    return [{name: complex(generator.uniform(0.3, 2.7)) for name in sorted(names)} for _ in range(count)]
+    generator = random.Random(",".join(sorted(names)) + str(mixed_signs))
+    points = []
+    for _ in range(count):
+        point = {}
+        for name in sorted(names):
+            sign = generator.choice((-1, 1)) if mixed_signs else 1
+            point[name] = complex(sign * generator.uniform(0.3, 2.7))
+        points.append(point)
+    return points
 
 
 def _close(a: complex, b: complex) -> Verdict:
@@ -61,48 +76,54 @@ def _close(a: complex, b: complex) -> Verdict:
     return None
 
 
-def _approximates(decimal: Fraction | complex, places: int | None, exact: Fraction | complex) -> bool:
-    """True when ``decimal`` is ``exact`` correctly rounded to ``places`` (>= the minimum)."""
-    if places is None or places < MIN_APPROXIMATION_PLACES:
+def _approximates(decimal: Fraction | complex, digits: int | None, exact: Fraction | complex) -> bool:
+    """True when a long decimal literal stands for an exact value (see the module policies)."""
+    if digits is None or digits < APPROXIMATION_DIGITS:
         return False
-    bound = Fraction(1, 2 * 10**places)
-    if isinstance(decimal, Fraction) and isinstance(exact, Fraction):
-        return abs(decimal - exact) <= bound
-    return abs(complex(decimal) - complex(exact)) <= float(bound) * (1 + 1e-9)
+    return abs(complex(decimal) - complex(exact)) <= APPROXIMATION_RELATIVE * abs(complex(exact))
 
 
 def _values_equal(gold: Node, pred: Node) -> Verdict:
     gold_value, pred_value = evaluate(gold), evaluate(pred)
     if isinstance(gold_value, Fraction) and isinstance(pred_value, Fraction) and gold_value == pred_value:
         return True
-    if _approximates(pred_value, single_decimal_places(pred), gold_value) or _approximates(
-        gold_value, single_decimal_places(gold), pred_value
+    if _approximates(pred_value, decimal_digits(pred), gold_value) or _approximates(
+        gold_value, decimal_digits(gold), pred_value
     ):
         return True
     if isinstance(gold_value, Fraction) and isinstance(pred_value, Fraction):
         return False
+    if decimal_digits(gold) is not None or decimal_digits(pred) is not None:
+        return False  # a finite decimal is exact, and a short one is no printed float (3.14159 != pi)
     return _close(complex(gold_value), complex(pred_value))
 
 
-def _identical_functions(gold: Node, pred: Node) -> Verdict:
-    """Identity test: two expressions in variables agree at several random points."""
-    names = variables(gold) | variables(pred)
-    verdicts = []
-    for point in _random_points(names, IDENTITY_POINTS):
-        verdict = _close(complex(evaluate(gold, point)), complex(evaluate(pred, point)))
-        if verdict is False:
-            return False
-        verdicts.append(verdict)
+def _agree_at(gold: Node, pred: Node, points: list[dict[str, complex]]) -> Verdict:
+    verdicts = [_close(complex(evaluate(gold, point)), complex(evaluate(pred, point))) for point in points]
+    if False in verdicts:
+        return False
     return True if all(verdicts) else None
+
+
+def _identical_functions(gold: Node, pred: Node) -> Verdict:
+    """Identity test: two expressions in variables agree at several random points.
+
+    Positive points first; an identity that only holds for positive values (sqrt(x^2) = x)
+    fails at mixed-sign points and is left to the CAS.
+    """
+    names = variables(gold) | variables(pred)
+    positive = _agree_at(gold, pred, _random_points(names, IDENTITY_POINTS, mixed_signs=False))
+    if positive is not True:
+        return positive
+    return True if _agree_at(gold, pred, _random_points(names, 2, mixed_signs=True)) else None
 
 
 def expressions_equal(gold: Node, pred: Node) -> Verdict:
     """Equivalence of two expression trees (None when this module cannot tell)."""
-    names = variables(gold) | variables(pred)
-    if names & AMBIGUOUS_SYMBOLS:
-        return None
     try:
-        return _identical_functions(gold, pred) if names else _values_equal(gold, pred)
+        if variables(gold) | variables(pred):
+            return _identical_functions(gold, pred)
+        return _values_equal(gold, pred)
     except (Unsupported, ZeroDivisionError, OverflowError, ValueError):
         return None
 
@@ -111,18 +132,25 @@ def _uses_pi(node: Node) -> bool:
     return node == ("const", "pi") or any(isinstance(child, tuple) and _uses_pi(child) for child in node[1:])
 
 
+def _scaled(node: Node, factor: Fraction) -> Node:
+    return node if factor == 1 else ("mul", node, ("num", factor, 0))
+
+
 def _scalars_equal(gold: Scalar, pred: Scalar) -> Verdict:
+    if gold.unit is not None and pred.unit is not None:
+        if gold.unit.dimension != pred.unit.dimension:
+            return False
+        return expressions_equal(_scaled(gold.node, gold.unit.scale), _scaled(pred.node, pred.unit.scale))
+    if gold.degrees != pred.degrees:
+        degrees, radians = (gold, pred) if gold.degrees else (pred, gold)
+        if radians.radians or _uses_pi(radians.node):
+            in_radians = ("mul", degrees.node, ("div", ("const", "pi"), ("num", Fraction(180), 0)))
+            return expressions_equal(in_radians, radians.node)
     candidates = [pred.node]
     if gold.percent != pred.percent:
         # "50%" and "0.5" name the same quantity; so do "50%" and "50" when the unit is implied.
         hundred = ("num", Fraction(100), 0)
         candidates.append(("div", pred.node, hundred) if pred.percent else ("mul", pred.node, hundred))
-    if gold.degrees != pred.degrees:
-        degrees, radians = (gold, pred) if gold.degrees else (pred, gold)
-        if _uses_pi(radians.node):
-            # Degrees against a radian expression: convert only when the radian side says so (pi).
-            in_radians = ("mul", degrees.node, ("div", ("const", "pi"), ("num", Fraction(180), 0)))
-            return expressions_equal(in_radians, radians.node)
     verdicts = [expressions_equal(gold.node, candidate) for candidate in candidates]
     if True in verdicts:
         return True
@@ -140,11 +168,11 @@ def _equations_equal(gold: Equation, pred: Equation) -> Verdict:
     gold_zero = ("sub", gold.left, gold.right)
     pred_zero = ("sub", pred.left, pred.right)
     names = variables(gold_zero) | variables(pred_zero)
-    if not names or names & AMBIGUOUS_SYMBOLS:
+    if not names:
         return None
     try:
         ratios = []
-        for point in _random_points(names, IDENTITY_POINTS):
+        for point in _random_points(names, IDENTITY_POINTS, mixed_signs=False):
             gold_value, pred_value = complex(evaluate(gold_zero, point)), complex(evaluate(pred_zero, point))
             if abs(pred_value) < EQUAL_ABSOLUTE or abs(gold_value) < EQUAL_ABSOLUTE:
                 return None
@@ -166,6 +194,18 @@ def _ordered_equal(gold: Sequence[Answer], pred: Sequence[Answer]) -> Verdict:
     return True if all(verdicts) else None
 
 
+def _distinct(items: Sequence[Answer]) -> list[Answer] | None:
+    """A set's elements without repeats ({1, 1, 2} is {1, 2}); None when unsure."""
+    kept: list[Answer] = []
+    for item in items:
+        verdicts = [answers_equal(seen, item) for seen in kept]
+        if None in verdicts:
+            return None
+        if True not in verdicts:
+            kept.append(item)
+    return kept
+
+
 def _unordered_equal(gold: Sequence[Answer], pred: Sequence[Answer]) -> Verdict:
     if len(gold) != len(pred):
         return False
@@ -183,6 +223,83 @@ def _unordered_equal(gold: Sequence[Answer], pred: Sequence[Answer]) -> Verdict:
     return True
 
 
+def _collections_equal(gold: Collection, pred: Collection) -> Verdict:
+    if gold.braces and pred.braces:
+        gold_items, pred_items = _distinct(gold.items), _distinct(pred.items)
+        if gold_items is None or pred_items is None:
+            return None
+        return _unordered_equal(gold_items, pred_items)
+    return _unordered_equal(gold.items, pred.items)
+
+
+def _as_thousands(collection: Collection) -> Scalar | None:
+    """ "32, 349" read as the number 32349 rather than a list of two."""
+    digits = re.sub(r",\s+", ",", collection.text)
+    if collection.braces or not THOUSANDS.match(digits):
+        return None
+    return Scalar(("num", Fraction(digits.replace(",", "")), 0))
+
+
+def _real(answer: Answer) -> float | None:
+    if isinstance(answer, Infinity):
+        return float("inf") * answer.sign
+    if isinstance(answer, Scalar) and not variables(answer.node):
+        try:
+            value = complex(evaluate(answer.node))
+        except (Unsupported, ZeroDivisionError, OverflowError, ValueError):
+            return None
+        return value.real if abs(value.imag) < EQUAL_ABSOLUTE else None
+    return None
+
+
+def _canonical_intervals(answer: Answer) -> list[tuple[float, bool, float, bool]] | None:
+    """A union of intervals as sorted, merged (low, closed, high, closed) pieces; None if the
+    answer is not a union of numeric intervals."""
+    parts = answer.parts if isinstance(answer, Union) else (answer,)
+    pieces = []
+    for part in parts:
+        if not (isinstance(part, Bracketed) and len(part.items) == 2):
+            return None
+        low, high = (_real(item) for item in part.items)
+        if low is None or high is None or low > high:
+            return None
+        pieces.append((low, part.opening == "[", high, part.closing == "]"))
+    pieces.sort(key=lambda piece: (piece[0], not piece[1]))
+    merged = [pieces[0]]
+    for low, low_closed, high, high_closed in pieces[1:]:
+        last_low, last_low_closed, last_high, last_high_closed = merged[-1]
+        # Overlapping, or touching at a point that one of the two includes: one interval.
+        if low < last_high or (low == last_high and (low_closed or last_high_closed)):
+            if high > last_high or (high == last_high and high_closed):
+                merged[-1] = (
+                    last_low,
+                    last_low_closed,
+                    high,
+                    high_closed or (high == last_high and last_high_closed),
+                )
+        else:
+            merged.append((low, low_closed, high, high_closed))
+    return merged
+
+
+def _interval_sets_equal(gold: Answer, pred: Answer) -> Verdict:
+    gold_pieces, pred_pieces = _canonical_intervals(gold), _canonical_intervals(pred)
+    if gold_pieces is None or pred_pieces is None:
+        return None
+    if len(gold_pieces) != len(pred_pieces):
+        return False
+    for (gl, glc, gh, ghc), (pl, plc, ph, phc) in zip(gold_pieces, pred_pieces, strict=True):
+        if (glc, ghc) != (plc, phc) or not _same_endpoint(gl, pl) or not _same_endpoint(gh, ph):
+            return False
+    return True
+
+
+def _same_endpoint(a: float, b: float) -> bool:
+    if a == b:
+        return True
+    return abs(a - b) <= EQUAL_RELATIVE * max(abs(a), abs(b))
+
+
 def answers_equal(gold: Answer, pred: Answer) -> Verdict:
     """Equivalence of a gold answer and a predicted one, by shape."""
     if isinstance(pred, Hedged):
@@ -191,14 +308,34 @@ def answers_equal(gold: Answer, pred: Answer) -> Verdict:
         return isinstance(pred, Choice) and pred.letter == gold.letter
     if type(gold) is type(pred):
         return _same_shape_equal(gold, pred)
+    return _mixed_shapes_equal(gold, pred)
+
+
+def _mixed_shapes_equal(gold: Answer, pred: Answer) -> Verdict:
+    if {type(gold), type(pred)} == {Union, Bracketed}:
+        return _interval_sets_equal(gold, pred)
     if isinstance(gold, Equation) and isinstance(pred, Scalar) and _single_variable(gold.left):
         return _scalars_equal(Scalar(gold.right), pred)
     if isinstance(pred, Equation) and isinstance(gold, Scalar) and _single_variable(pred.left):
         return _scalars_equal(gold, Scalar(pred.right))
+    for one, other in ((gold, pred), (pred, gold)):
+        if isinstance(one, Collection) and one.braces and len(one.items) == 1 and isinstance(other, Scalar):
+            # A singleton solution set and its element answer the same question.
+            return answers_equal(one.items[0], other) if one is gold else answers_equal(other, one.items[0])
+    if isinstance(gold, Scalar) and isinstance(pred, Collection) and (number := _as_thousands(pred)):
+        return _scalars_equal(gold, number)
+    if isinstance(pred, Scalar) and isinstance(gold, Collection) and (number := _as_thousands(gold)):
+        return _scalars_equal(number, pred)
     shapes = {type(gold), type(pred)}
+    if shapes == {Scalar, Infinity}:
+        return False
     if Scalar in shapes and shapes & {Collection, Bracketed, Matrix, Union}:
         # One value against several (or a tuple): "2, 3, 4" does not answer "3".
         return False
+    if shapes == {Bracketed, Collection} and any(
+        isinstance(a, Collection) and a.braces for a in (gold, pred)
+    ):
+        return False  # a tuple or interval is not a set
     return None
 
 
@@ -212,9 +349,10 @@ def _same_shape_equal(gold: Answer, pred: Answer) -> Verdict:
             return False
         return _ordered_equal(gold.items, pred.items)
     if isinstance(gold, Collection):
-        return _unordered_equal(gold.items, pred.items)
+        return _collections_equal(gold, pred)
     if isinstance(gold, Union):
-        return _unordered_equal(gold.parts, pred.parts)
+        verdict = _interval_sets_equal(gold, pred)
+        return verdict if verdict is not None else _unordered_equal(gold.parts, pred.parts)
     if isinstance(gold, Matrix):
         if [len(row) for row in gold.rows] != [len(row) for row in pred.rows]:
             return False
@@ -222,5 +360,7 @@ def _same_shape_equal(gold: Answer, pred: Answer) -> Verdict:
     if isinstance(gold, Infinity):
         return gold.sign == pred.sign
     if isinstance(gold, Text):
-        return gold.text == pred.text or None
+        return gold.text == pred.text
+    if isinstance(gold, Clock):
+        return gold.minutes == pred.minutes
     return None

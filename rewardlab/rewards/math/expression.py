@@ -24,6 +24,7 @@ Value = Fraction | complex
 MAX_DEPTH = 40
 MAX_EXACT_EXPONENT = 512
 MAX_EXACT_BITS = 4096
+MAX_FACTORIAL = 3000
 
 
 class Unsupported(ValueError):
@@ -70,10 +71,21 @@ GREEK = frozenset(
         "omega",
     ]
 )
+CONSTANT_LETTERS = frozenset({"e", "i"})
+CONSTANTS: Mapping[str, complex] = {"pi": complex(math.pi), "e": complex(math.e), "i": 1j}
 FUNCTIONS: Mapping[str, Callable[[complex], complex]] = {
     "sin": cmath.sin,
     "cos": cmath.cos,
     "tan": cmath.tan,
+    "sec": lambda x: 1 / cmath.cos(x),
+    "csc": lambda x: 1 / cmath.sin(x),
+    "cot": lambda x: 1 / cmath.tan(x),
+    "arcsin": cmath.asin,
+    "arccos": cmath.acos,
+    "arctan": cmath.atan,
+    "sinh": cmath.sinh,
+    "cosh": cmath.cosh,
+    "tanh": cmath.tanh,
     "ln": cmath.log,
     "exp": cmath.exp,
 }
@@ -162,22 +174,36 @@ class _Parser:
 
     def implicit_product(self, left: Node) -> Node:
         token = self.peek()
-        # "2\frac{1}{3}" is the mixed number 2 1/3 in competition answers, not 2 * 1/3.
-        if token.text == r"\frac" and left[0] == "num" and left[2] == 0:
-            right = self.power()
-            if right[0] == "div" and right[1][0] == "num" and right[2][0] == "num":
-                numerator, denominator = right[1][1], right[2][1]
-                if (
-                    numerator.denominator == 1
-                    and denominator.denominator == 1
-                    and 0 < numerator < denominator
-                ):
-                    return ("num", left[1] + numerator / denominator, None)
-            return ("mul", left, right)
+        negative = left[0] == "neg"
+        whole = left[1] if negative else left
+        if whole[0] == "num" and whole[2] == 0 and (mixed := self.mixed_fraction(token)) is not None:
+            # "2\frac{1}{3}" and "2 1/3" are the mixed number 2 1/3 in answers, not 2 * 1/3; the
+            # sign of "-3\frac{8}{9}" covers the whole number.
+            value = whole[1] + mixed
+            return ("num", -value if negative else value, None)
         if token.kind == "number":
             # "2 3" or "x 2" is not a product anyone writes; refuse rather than guess.
             raise Unsupported("number after a term without an operator")
         return ("mul", left, self.power())
+
+    def mixed_fraction(self, token: Token) -> Fraction | None:
+        """The proper fraction of a mixed number starting at ``token``, consumed; else None."""
+        start = self.index
+        ahead = self.tokens[self.index : self.index + 3]
+        if token.text == r"\frac":
+            self.take()
+            numerator, denominator = self.braced_or_token(), self.braced_or_token()
+        elif len(ahead) == 3 and ahead[0].kind == ahead[2].kind == "number" and ahead[1].text == "/":
+            numerator, denominator = _number(ahead[0].text), _number(ahead[2].text)
+            self.index += 3
+        else:
+            return None
+        if numerator[0] == denominator[0] == "num" and not numerator[2] and not denominator[2]:
+            fraction = numerator[1] / denominator[1]
+            if 0 <= fraction < 1:
+                return fraction
+        self.index = start
+        return None
 
     @staticmethod
     def starts_primary(token: Token) -> bool:
@@ -251,16 +277,62 @@ class _Parser:
     def primary(self) -> Node:
         token = self.take()
         if token.kind == "number":
+            following = self.peek()
+            if following is not None and following.text == r"\overline":
+                return self.repeating_decimal(token.text)
+            if following is not None and following.text == "_":
+                return self.based_integer(token.text)
             return _number(token.text)
         if token.kind == "letter":
+            following = self.peek()
+            if token.text in CONSTANT_LETTERS and (following is None or following.text != "_"):
+                # In final answers e and i are Euler's number and the imaginary unit far more
+                # often than variables; both sides are read the same way either way.
+                return ("const", token.text)
             return self.subscripted(token.text)
         if token.text in "({":
             closing = ")" if token.text == "(" else "}"
             self.index -= 1
             return self.group(token.text, closing)
+        if token.text == "|":
+            self.index -= 1
+            return ("abs", self.group("|", "|"))
         if token.kind == "command":
             return self.command(token.text[1:])
         raise Unsupported(f"unsupported token {token.text!r}")
+
+    def digits_argument(self) -> str:
+        """The digits of ``\\overline{142}`` or a base subscript ``_{16}``."""
+        token = self.take()
+        if token.text == "{":
+            digits = self.take()
+            self.expect("}")
+        else:
+            digits = token
+        if digits.kind != "number" or not digits.text.isdigit():
+            raise Unsupported("expected digits")
+        return digits.text
+
+    def repeating_decimal(self, text: str) -> Node:
+        """``0.1\\overline{6}`` = 1/6: the digits under the bar repeat forever."""
+        self.take()
+        repeating = self.digits_argument()
+        if "." not in text:
+            raise Unsupported("a repeating part needs a decimal point before it")
+        places = len(text.split(".", 1)[1])
+        period = Fraction(int(repeating), 10**places * (10 ** len(repeating) - 1))
+        return ("num", Fraction(text) + period, None)
+
+    def based_integer(self, text: str) -> Node:
+        """``4343_6``: an integer written in another base."""
+        self.take()
+        base = int(self.digits_argument())
+        if not 2 <= base <= 36 or not text.isdigit():
+            raise Unsupported(f"unsupported base-{base} numeral {text}")
+        try:
+            return ("num", Fraction(int(text, base)), 0)
+        except ValueError:
+            raise Unsupported(f"{text} is not a base-{base} numeral") from None
 
     def subscripted(self, name: str) -> Node:
         if (token := self.peek()) is not None and token.text == "_":
@@ -294,11 +366,48 @@ class _Parser:
         if name in GREEK:
             return self.subscripted(name)
         if name in FUNCTIONS:
-            token = self.peek()
-            if token is None or token.text not in "({":
-                raise Unsupported(f"\\{name} without a bracketed argument")
-            return ("func", name, self.nested(self.primary))
+            return self.function(name)
+        if name == "log":
+            return self.logarithm()
+        if name == "binom":
+            top = self.nested(self.braced_or_token)
+            return ("binom", top, self.nested(self.braced_or_token))
         raise Unsupported(f"unsupported command \\{name}")
+
+    def function(self, name: str) -> Node:
+        """``\\sin(x)``, ``\\sin x``, ``\\sin 2x`` (= sin(2x)) and ``\\sin^2 x`` (= (sin x)^2)."""
+        power = None
+        if (token := self.peek()) is not None and token.text == "^":
+            self.take()
+            power = self.nested(self.exponent)
+        argument = self.nested(self.function_argument)
+        node = ("func", name, argument)
+        return node if power is None else ("pow", node, power)
+
+    def function_argument(self) -> Node:
+        token = self.peek()
+        if token is None:
+            raise Unsupported("function without an argument")
+        if token.text in "({":
+            return self.primary()
+        # An unbracketed argument runs over an implicit product and stops at the next function:
+        # "\sin 2x" is sin(2x), "\sin x \cos x" is sin(x) cos(x).
+        node = self.power()
+        while (token := self.peek()) is not None and self.starts_primary(token) and token.kind != "number":
+            if token.kind == "command" and token.text[1:] in (*FUNCTIONS, "log"):
+                break
+            node = ("mul", node, self.power())
+        return node
+
+    def logarithm(self) -> Node:
+        """``\\log_b x`` = ln x / ln b. A bare ``\\log`` has no agreed base, so it is refused."""
+        token = self.peek()
+        if token is None or token.text != "_":
+            raise Unsupported("\\log without a base")
+        self.take()
+        base = self.nested(self.exponent)
+        argument = self.nested(self.function_argument)
+        return ("div", ("func", "ln", argument), ("func", "ln", base))
 
 
 def _number(text: str) -> Node:
@@ -323,16 +432,16 @@ def variables(node: Node) -> frozenset[str]:
     return frozenset(found)
 
 
-def single_decimal_places(node: Node) -> int | None:
-    """Decimal places of an answer that is one decimal literal (possibly negated), else None.
+def decimal_digits(node: Node) -> int | None:
+    """Significant digits of an answer that is one decimal literal (possibly negated), else None.
 
-    A decimal like 0.333333 is an approximation of something; the number of places it carries
-    decides how close it must be to an exact answer.
+    A decimal like 0.3333333333 is an approximation of something; how many digits it carries
+    decides whether it may stand for an exact answer.
     """
     if node[0] == "neg":
-        return single_decimal_places(node[1])
+        return decimal_digits(node[1])
     if node[0] == "num" and node[2]:
-        return node[2]
+        return len(str(abs(node[1] * 10 ** node[2]).numerator))
     return None
 
 
@@ -346,13 +455,18 @@ def evaluate(node: Node, point: Mapping[str, complex] | None = None) -> Value:
             raise Unsupported(f"free variable {node[1]}")
         return point[node[1]]
     if kind == "const":
-        return complex(math.pi)
+        return CONSTANTS[node[1]]
     if kind == "neg":
         return -evaluate(node[1], point)
     if kind == "func":
         return FUNCTIONS[node[1]](complex(evaluate(node[2], point)))
     if kind == "fact":
         return _factorial(evaluate(node[1], point))
+    if kind == "abs":
+        value = evaluate(node[1], point)
+        return abs(value) if isinstance(value, Fraction) else complex(abs(value))
+    if kind == "binom":
+        return _binomial(evaluate(node[1], point), evaluate(node[2], point))
     if kind == "root":
         return _root(evaluate(node[1], point), evaluate(node[2], point))
     left, right = evaluate(node[1], point), evaluate(node[2], point)
@@ -374,9 +488,20 @@ def evaluate(node: Node, point: Mapping[str, complex] | None = None) -> Value:
 
 
 def _factorial(value: Value) -> Value:
-    if isinstance(value, Fraction) and value.denominator == 1 and 0 <= value <= 500:
+    if isinstance(value, Fraction) and value.denominator == 1 and 0 <= value <= MAX_FACTORIAL:
         return Fraction(math.factorial(int(value)))
     raise Unsupported("factorial of a non-integer or a huge number")
+
+
+def _binomial(top: Value, bottom: Value) -> Value:
+    """C(n, k) for a whole k, as the falling factorial n (n-1) ... (n-k+1) / k!, so that a
+    variable n (identity tests) works as well as a number."""
+    if not (isinstance(bottom, Fraction) and bottom.denominator == 1 and 0 <= bottom <= MAX_FACTORIAL):
+        raise Unsupported("binomial coefficient with a non-integer or huge lower index")
+    result: Value = Fraction(1)
+    for offset in range(int(bottom)):
+        result = result * (top - offset)
+    return result / math.factorial(int(bottom))
 
 
 def _exact_root(value: Fraction, degree: int) -> Fraction | None:

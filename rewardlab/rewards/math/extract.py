@@ -8,8 +8,11 @@ Sources, tried in a fixed order so that the rule is predictable:
    while an intermediate result boxed in an earlier paragraph does not count.
 2. "The (final) answer is ..." / "Answer: ..." (the last occurrence).
 3. A math span (``$...$``, ``\\(...\\)``, ``\\[...\\]``) on the final line.
-4. The final line itself, when it is short.
+4. The final line itself, when it is short or states a conclusion ("Therefore, there are 12 ...").
 5. Only if asked for: the last number anywhere in the text.
+
+A sentence found by 2 or 4 is narrowed to its answer: a math span that is the whole sentence,
+else what follows its last "is" / "are" / "equals", else its last math span.
 """
 
 from __future__ import annotations
@@ -22,9 +25,18 @@ BoxChoice = Literal["last", "first", "final_paragraph"]
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _PHRASE = re.compile(
-    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|:|=)\s*:?\s*(?P<rest>[^\n]*)", re.IGNORECASE
+    r"(?:final\s+answer|the\s+answer|answer)\s*(?:(?:is|:|=)\s*:?\s*|(?=\$|\\\(|\\\[))", re.IGNORECASE
 )
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_MATH_SPAN = re.compile(
+    r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL
+)
+_CLAUSE = re.compile(r"\b(?:is|are|equals|was|were)\s+|=\s*", re.IGNORECASE)
+_CONCLUSION = re.compile(
+    r"\b(?:therefore|thus|so|hence|in total|in conclusion|finally)\b,?\s*", re.IGNORECASE
+)
+_LONE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*\\?%)?(?![\w.]*\d)")
+_SENTENCE_END = re.compile(r"(?<=[^\s.])\.\s+(?=[A-Z])")
+MAX_CONCLUSION_LINE = 300
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _PLACEHOLDER = re.compile(r"^\s*(?:\\phantom\{.*\}|\\quad|\\;|\s)*$")
 MAX_FINAL_LINE = 80
@@ -87,16 +99,52 @@ def _choose_boxes(text: str, boxes: list[tuple[str, int]], choice: BoxChoice) ->
     return ", ".join(distinct)
 
 
+def _span_content(match: re.Match[str]) -> str:
+    return next(group for group in match.groups() if group is not None).strip()
+
+
+def _is_prose(text: str) -> bool:
+    """Words without any mathematics ("the solution", "our answer")."""
+    return not re.search(r"[\d\\$=^]", text) and len(re.findall(r"[A-Za-z]{3,}", text)) >= 2
+
+
+def narrow(sentence: str) -> str:
+    """The answer inside a sentence that states it (see the module docstring)."""
+    sentence = sentence.strip().rstrip(".").strip()
+    whole = _MATH_SPAN.fullmatch(sentence)
+    if whole is not None:
+        return _span_content(whole)
+    # Clauses outside math only: the "=" in "$x = 3$" is part of the answer.
+    outside_math = _MATH_SPAN.sub(lambda span: "#" * len(span.group()), sentence)
+    clauses = list(_CLAUSE.finditer(outside_math))
+    if clauses and clauses[-1].end() < len(sentence):
+        tail = narrow(sentence[clauses[-1].end() :])
+        if not _is_prose(tail):
+            return tail
+        # "Therefore $x \ge 5$ is the solution": the answer comes before the clause.
+        sentence = sentence[: clauses[-1].start()].strip()
+    spans = list(_MATH_SPAN.finditer(sentence))
+    if spans:
+        return _span_content(spans[-1])
+    numbers = _LONE_NUMBER.findall(sentence)
+    if len(numbers) == 1 and len(sentence.split()) >= 4:
+        # "Jane started growing it 3 hours ago": a conclusion that names one number states it.
+        return numbers[0].strip()
+    return sentence
+
+
 def _after_phrase(text: str) -> str | None:
     matches = list(_PHRASE.finditer(text))
     if not matches:
         return None
-    rest = matches[-1].group("rest").strip()
-    span = _MATH_SPAN.search(rest)
+    rest = text[matches[-1].end() :]
+    span = _MATH_SPAN.match(rest)
     if span is not None:
-        rest = next(group for group in span.groups() if group is not None)
-    rest = rest.strip().rstrip(".").strip()
-    return rest or None
+        # A math span may run over several lines ("Answer: $\n 9 \n$").
+        return _span_content(span) or None
+    # The answer's sentence ends at the line end or at a full stop before a new sentence.
+    line = _SENTENCE_END.split(rest.split("\n", 1)[0], maxsplit=1)[0]
+    return narrow(line) or None
 
 
 def _final_line(text: str) -> str | None:
@@ -120,11 +168,14 @@ def extract_answer(
         return Extraction(answer, "answer_phrase")
     line = _final_line(text)
     if use_final_line and line is not None:
-        spans = [next(g for g in m.groups() if g is not None) for m in _MATH_SPAN.finditer(line)]
+        conclusions = list(_CONCLUSION.finditer(line))
+        if conclusions and len(line) <= MAX_CONCLUSION_LINE:
+            return Extraction(narrow(line[conclusions[-1].end() :]), "final_line")
+        spans = list(_MATH_SPAN.finditer(line))
         if spans:
-            return Extraction(spans[-1].strip(), "final_math")
+            return Extraction(_span_content(spans[-1]), "final_math")
         if len(line) <= MAX_FINAL_LINE:
-            return Extraction(line.rstrip(".").strip(), "final_line")
+            return Extraction(narrow(line), "final_line")
     if last_number_fallback:
         numbers = _NUMBER.findall(text)
         if numbers:

@@ -1,7 +1,7 @@
 """Clean an extracted answer string so that notation differences do not decide equivalence:
-math delimiters, spacing commands, \\left/\\right, \\dfrac, thousands separators, dollar signs,
-text units, trailing punctuation. Units that carry meaning (percent, degrees) are reported, not
-dropped.
+math delimiters, spacing commands, \\left/\\right, \\dfrac, thousands separators, decimal commas,
+dollar signs, text wrappers, trailing punctuation. Units that carry meaning (percent, degrees,
+physical units) are reported, not silently dropped.
 """
 
 from __future__ import annotations
@@ -9,32 +9,46 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rewardlab.rewards.math.units import Unit, split_unit
+
 _DELIMITERS = (("$$", "$$"), ("$", "$"), (r"\(", r"\)"), (r"\[", r"\]"))
-_SPACING = re.compile(r"\\[,;:! ]|\\q?quad\b|~")
-_THOUSANDS_SPACING = re.compile(r"(?<=\d)(?:\\,|\{,\}|\\ |\\;|\s)(?=\d{3}(?!\d))")
+# (?<!\\) keeps a row break "\\\\ " of a matrix from reading as the spacing command "\\ ".
+_SPACING = re.compile(r"(?<!\\)\\[,;: ]|\\q?quad(?![a-zA-Z])|~")
+_THOUSANDS_SPACING = re.compile(r"(?<=\d)(?:\\,|\{,\}|(?<!\\)\\ |\\;|\s)(?=\d{3}(?!\d))")
 _SIZED = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?:\.|(?=[()\[\]|])|(?=\\[{}|]))")
 _FRAC = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
-_DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree\b|\^\{\\circ\}")
-_PERCENT = re.compile(r"\s*\\?%\s*$")
-_TEXT_COMMAND = re.compile(
-    r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname|textnormal)\s*\{([^{}]*)\}"
-)
-_UNIT_WORDS = re.compile(r"(?<=[\d}).])(?:\s*[a-zA-Z]{2,}(?:\^\{?[23]\}?)?\.?)+\s*$")
-_THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_TEMPERATURE = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\text\{\s*)?\s*[CF]\s*\}?\s*$")
+_DEGREES = re.compile(r"\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree(?![a-zA-Z]))\s*$")
 _DEGREE_WORDS = re.compile(r"\s*\b(?:degrees?|deg)\b\.?\s*$", re.IGNORECASE)
+_RADIAN_WORDS = re.compile(r"\s*\b(?:radians?|rad)\b\.?\s*$", re.IGNORECASE)
+_PERCENT = re.compile(r"\s*(?:\\?%|\bpercent\b)\s*$")
+_TEXT_COMMAND = re.compile(
+    r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname|textnormal|mathit)\s*\{([^{}]*)\}"
+)
+_MULTIPLIER = re.compile(r"(?<=[\d}])\s*\b(thousand|million|billion|trillion)\b", re.IGNORECASE)
+_MULTIPLIERS = {"thousand": "3", "million": "6", "billion": "9", "trillion": "12"}
+# Trailing words after a quantity ("18 dollars"); a.m./p.m. stay, they change a time's value.
+_UNIT_WORDS = re.compile(r"(?<=[\d}).])(?:\s*(?![ap]\.?m\b)[a-zA-Z]{2,}(?:\s*\^\{?[23]\}?)?\.?)+\s*$", re.I)
+THOUSANDS = re.compile(r"^-?(?!0,)\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+# "1,22" or "0,111": a comma that cannot separate thousands is a decimal comma ("1,2" stays a list).
+_DECIMAL_COMMA = re.compile(r"^-?\d+,(?:\d{2}|\d{4,})$|^-?0,\d+$")
+_EMPTY_SET = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\\O|no solutions?|none|∅)$", re.IGNORECASE)
+EMPTY_SET = r"\emptyset"
 
 
 @dataclass(frozen=True, slots=True)
 class Normalized:
-    """A cleaned answer and the unit markers that were taken off it."""
+    """A cleaned answer and the units that were taken off it."""
 
     text: str
     percent: bool = False
     degrees: bool = False
+    radians: bool = False
+    unit: Unit | None = None
 
 
 def strip_delimiters(text: str) -> str:
-    """Remove one pair of surrounding math delimiters, repeatedly."""
+    """Remove surrounding math delimiters, repeatedly."""
     text = text.strip()
     changed = True
     while changed:
@@ -50,25 +64,40 @@ def strip_delimiters(text: str) -> str:
     return text
 
 
+def _strip_end(pattern: re.Pattern[str], text: str) -> tuple[str, bool]:
+    stripped = pattern.sub("", text)
+    return stripped, stripped != text
+
+
 def normalize(text: str) -> Normalized:
     """Clean an answer for comparison; see the module docstring for what is removed."""
     text = strip_delimiters(text)
-    text = text.replace(r"\displaystyle", "").replace(r"\!", "")
+    text = text.replace(r"\displaystyle", "").replace("−", "-").replace(r"\mathbb{R}", r"(-\infty,\infty)")
+    text = re.sub(r",\s*\\!\s*", ",", text).replace(r"\!", "")
     text = _THOUSANDS_SPACING.sub("", text)
     text = _SPACING.sub(" ", text)
     text = _SIZED.sub("", text)
     text = _FRAC.sub(r"\\frac", text)
     text = text.replace(r"\$", "").replace("$", "")
     text = text.replace(r"\{", "\0LB").replace(r"\}", "\0RB")
-    text = text.strip().rstrip(".").strip()
-    degrees = bool(_DEGREES.search(text)) or bool(_DEGREE_WORDS.search(text))
-    text = _DEGREES.sub("", _DEGREE_WORDS.sub("", text))
-    percent = bool(_PERCENT.search(text)) or text.endswith(r"\text{percent}")
-    text = _PERCENT.sub("", text)
     text = _TEXT_COMMAND.sub(lambda m: f" {m.group(1).strip()} ", text)
-    text = _UNIT_WORDS.sub("", text).strip()
-    text = re.sub(r"\s+", " ", text).strip().rstrip(".").strip()
-    if _THOUSANDS.match(text):
+    text = re.sub(r"\s+", " ", text).strip().rstrip(".,;").strip()
+    text = _TEMPERATURE.sub("", text)
+    text, degrees = _strip_end(_DEGREES, text)
+    if not degrees:
+        text, degrees = _strip_end(_DEGREE_WORDS, text)
+    text, radians = _strip_end(_RADIAN_WORDS, text)
+    text, percent = _strip_end(_PERCENT, text)
+    text = _MULTIPLIER.sub(lambda m: rf" \times 10^{{{_MULTIPLIERS[m.group(1).lower()]}}}", text)
+    text, unit = split_unit(text)
+    if unit is None:
+        text = _UNIT_WORDS.sub("", text)
+    text = text.strip().rstrip(".").strip()
+    if THOUSANDS.match(text):
         text = text.replace(",", "")
+    elif _DECIMAL_COMMA.match(text):
+        text = text.replace(",", ".")
     text = text.replace("\0LB", r"\{").replace("\0RB", r"\}")
-    return Normalized(text, percent=percent, degrees=degrees)
+    if _EMPTY_SET.match(text):
+        text = EMPTY_SET
+    return Normalized(text, percent=percent, degrees=degrees, radians=radians, unit=unit)

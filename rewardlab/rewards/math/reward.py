@@ -10,6 +10,7 @@ cost one comparison.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import os
 import re
@@ -25,6 +26,7 @@ from rewardlab.rewards.math.extract import BoxChoice, extract_answer, reference_
 from rewardlab.rewards.math.normalize import normalize
 from rewardlab.rewards.process_pool import KillableProcessPool, TaskFailed, TaskTimeout, WorkerCrashed
 
+Started = CasVerdict | tuple[Status, str] | concurrent.futures.Future
 _CHOICE_GOLD = re.compile(r"^\(?\s*([A-E])\s*\)?$")
 _VERDICT_CACHE_SIZE = 65536
 
@@ -54,7 +56,7 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
         raise predicted
     if isinstance(predicted, Hedged):
         return False, "the answer hedges between several values"
-    if normalize(gold).text == normalize(prediction).text and not choice_expected:
+    if normalize(gold) == normalize(prediction) and not choice_expected:
         return True, None
     if isinstance(gold_answer, Exception) or isinstance(predicted, Exception):
         return None, None
@@ -180,6 +182,7 @@ class MathAnswerReward(Reward):
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
         waiting: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
+        started: dict[tuple[str, str], Started] = {}
         for index, sample in enumerate(samples):
             try:
                 outcome = self._fast(sample, index)
@@ -188,31 +191,38 @@ class MathAnswerReward(Reward):
                 continue
             if isinstance(outcome, Score):
                 scores[index] = outcome
-            else:
-                gold, prediction, details = outcome
-                waiting.setdefault((gold, prediction), []).append((index, details))
-        if waiting:
-            pairs = list(waiting)
-            outcomes = await asyncio.gather(*(self._settle(pair) for pair in pairs))
-            for pair, outcome in zip(pairs, outcomes, strict=True):
-                for index, details in waiting[pair]:
-                    if isinstance(outcome, CasVerdict):
-                        scores[index] = self._verdict_score(
-                            outcome.equivalent, outcome.reason, {**details, "path": "cas"}
-                        )
-                    else:
-                        status, reason = outcome
-                        scores[index] = Score.failure(status, reason, details=details)
+                continue
+            gold, prediction, details = outcome
+            pair = (gold, prediction)
+            if pair not in started:
+                # Submitted now, so the CAS works while the fast path goes through the rest.
+                started[pair] = self._start_cas(pair)
+            waiting.setdefault(pair, []).append((index, details))
+        outcomes = await asyncio.gather(*(self._finish_cas(pair, started[pair]) for pair in waiting))
+        for pair, outcome in zip(waiting, outcomes, strict=True):
+            for index, details in waiting[pair]:
+                if isinstance(outcome, CasVerdict):
+                    scores[index] = self._verdict_score(
+                        outcome.equivalent, outcome.reason, {**details, "path": "cas"}
+                    )
+                else:
+                    status, reason = outcome
+                    scores[index] = Score.failure(status, reason, details=details)
         return scores  # type: ignore[return-value]  # every slot is filled above
 
-    async def _settle(self, pair: tuple[str, str]) -> CasVerdict | tuple[Status, str]:
-        """The CAS verdict for one unique (gold, prediction) pair, or why there is none."""
+    def _start_cas(self, pair: tuple[str, str]) -> Started:
+        """A cached verdict, a reason there will be none, or the running CAS comparison."""
         if not self.use_cas:
             return Status.PARSE_ERROR, "the fast path could not decide and the CAS is disabled"
         if pair in self._cas_cache:
             return self._cas_cache[pair]
+        return self.pool.submit(cas_equivalent, *pair, budget_s=self.cas_budget_s)
+
+    async def _finish_cas(self, pair: tuple[str, str], started: Started) -> CasVerdict | tuple[Status, str]:
+        if not isinstance(started, concurrent.futures.Future):
+            return started
         try:
-            verdict = await self.pool.run(cas_equivalent, *pair, budget_s=self.cas_budget_s)
+            verdict = await asyncio.wrap_future(started)
         except TaskTimeout as error:
             return Status.TIMEOUT, f"CAS comparison {error}"
         except TaskFailed as error:

@@ -16,9 +16,11 @@ def verdict(gold, prediction):
     [
         ("3,250", "3250", True),
         ("1\\,000", "1000", True),
-        (r"\frac{1}{9}", "0.111111", True),  # six places, correctly rounded
-        (r"\frac{1}{9}", "0.11", False),  # too coarse to count as the exact answer
-        (r"\frac{2}{3}", "0.666666", False),  # wrongly rounded
+        (r"\frac{1}{9}", "0.111111", False),  # decimals are exact: 0.111111 is not 1/9
+        (r"\frac{1}{12}", "0.0833333333333333", True),  # a printed float (>= 10 digits) may stand for it
+        (r"\sqrt{17}", "4.123105625617661", True),
+        ("0.5", "0.5000001", False),
+        ("1", "1.0000001", False),  # too short to be a printed float, and not 1
         (r"12\frac{3}{5}", "12.6", True),
         (r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt2}", True),
         (r"3\sqrt{2}", r"\sqrt{18}", True),
@@ -34,6 +36,28 @@ def verdict(gold, prediction):
         (r"\frac{\pi}{2}", "90", False),  # no unit stated on the prediction
         ("1.2 \\times 10^{3}", "1200", True),
         ("-4", "-4.0", True),
+        ("-1", r"e^{i\pi}", True),  # e and i are Euler's number and the imaginary unit
+        ("3", r"\log_2 8", True),
+        ("10", r"\binom{5}{2}", True),
+        (r"\frac{n(n-1)}{2}", r"\binom{n}{2}", True),
+        ("1", r"\sin^2 x + \cos^2 x", True),
+        (r"\sin 2x", r"2\sin x\cos x", True),
+        (r"\sin 2x", r"2\sin x", False),
+        ("3", "|-3|", True),
+        ("-2", r"\begin{vmatrix} 1 & 2 \\ 3 & 4 \end{vmatrix}", True),  # a determinant
+        ("16:30", "4:30 p.m.", True),
+        (r"\pi", "3.14159", False),
+        ("1+2i", r"\frac{5}{1-2i}", True),
+        (r"0.\overline{3}", r"\frac{1}{3}", True),
+        (r"\frac{71}{6}", "11 5/6", True),
+        (r"-\frac{35}{9}", r"-3\frac{8}{9}", True),
+        ("999", "4343_6", True),
+        ("4343_6", "4343_5", False),
+        (r"5 \text{ cm}", r"50 \text{ mm}", True),
+        (r"5 \text{ cm}", r"5 \text{ m}", False),
+        (r"3 \text{ hours}", r"180 \text{ minutes}", True),
+        (r"2.5 \times 10^{6}", r"2.5 \text{ million}", True),
+        ("1000.99", "1000,99", True),  # a decimal comma
         ("5 \\text{ cm}", "5", True),
         ("\\$18", "18 dollars", True),
     ],
@@ -61,6 +85,22 @@ def test_scalars(gold, prediction, expected):
         ("x^2+y^2=1", "x^2+y^2=2", False),
         (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{bmatrix}1&2\\3&4\end{bmatrix}", True),
         (r"\begin{pmatrix}1&2\\3&4\end{pmatrix}", r"\begin{pmatrix}1&2\\3&5\end{pmatrix}", False),
+        (r"[0,\infty)", r"x \ge 0", True),
+        ("(3,4]", r"3 < x \le 4", True),
+        (r"(-\infty, 2) \cup (3, \infty)", r"x<2 \text{ or } x>3", True),
+        (r"x \in [-2,7]", r"-2 \le x \le 7", True),
+        (r"\{1,2,3\}", r"\{1,1,2,3\}", True),  # a repeated element does not change a set
+        (r"\{1\pm\sqrt{5},-2\}", r"\{-2, 1+\sqrt{5}, 1-\sqrt{5}\}", True),
+        (r"\{2\}", "2", True),
+        ("(1,2)", r"\{1,2\}", False),  # a tuple is not a set
+        (r"\emptyset", r"\varnothing", True),
+        ("32349", "32, 349", True),  # thousands, not a list of two
+        ("x = 11", "x = 5+5+1 = 7 = 11", False),  # a chain that contradicts itself
+        ("11", r"x \approx 11", True),
+        (r"\frac{1}{3}", r"x = \frac{1}{3} \approx 1.3", False),
+        ("(1,5)", r"(1,3]\cup(3,5)", True),  # interval unions compare as sets
+        ("(1,5)", r"(1,3)\cup(3,5)", False),
+        (r"[1,2] \cup [3,4]", "[1,4]", False),
     ],
 )
 def test_structures(gold, prediction, expected):
@@ -84,7 +124,7 @@ def test_multiple_choice_letters():
 
 @pytest.mark.parametrize(
     ("gold", "prediction"),
-    [(r"e^{i\pi}", "-1"), (r"10^{10^{10}}", "1"), (r"\log_2 8", "3"), (r"\binom{5}{2}", "10")],
+    [(r"10^{10^{10}}", "1"), (r"\sum_{k=1}^{100} k", "5050"), (r"\log 8", "3"), ("x", r"\sqrt{x^2}")],
 )
 def test_the_fast_path_defers_what_it_cannot_settle(gold, prediction):
     try:

@@ -4,9 +4,9 @@ import pytest
 
 from rewardlab.rewards.math.expression import (
     Unsupported,
+    decimal_digits,
     evaluate,
     parse_expression,
-    single_decimal_places,
     variables,
 )
 
@@ -45,8 +45,8 @@ def test_irrational_values_are_floats():
 @pytest.mark.parametrize(
     "text",
     [
-        r"\log_2 8",
-        r"\binom{5}{2}",
+        r"\log 8",
+        r"\sum_{k=1}^{3} k",
         "2 3",
         r"\frac{1}",
         "x^",
@@ -68,7 +68,8 @@ def test_variables_and_points():
         evaluate(tree)
 
 
-def test_decimal_places_of_a_lone_decimal():
-    assert single_decimal_places(parse_expression("-0.333")) == 3
-    assert single_decimal_places(parse_expression("12")) is None
-    assert single_decimal_places(parse_expression("0.5+1")) is None
+def test_significant_digits_of_a_lone_decimal():
+    assert decimal_digits(parse_expression("-0.333")) == 3
+    assert decimal_digits(parse_expression("0.0083333333333")) == 11
+    assert decimal_digits(parse_expression("12")) is None
+    assert decimal_digits(parse_expression("0.5+1")) is None

@@ -30,7 +30,15 @@ def test_placeholder_boxes_are_ignored():
         ("Thus the final answer is $\\frac{1}{2}$. I hope", r"\frac{1}{2}", "answer_phrase"),
         ("The answer is: 12 apples.", "12 apples", "answer_phrase"),
         ("Answer: (C)", "(C)", "answer_phrase"),
-        ("We compute things.\nSo we get \\(x = 3\\)", "x = 3", "final_math"),
+        ("We compute things.\nWe get \\(x = 3\\)", "x = 3", "final_math"),
+        ("Long work.\nTherefore, $x \\ge 5$ is the solution.", r"x \ge 5", "final_line"),
+        (
+            "Final Answer: The final answer is 12,000,023. I hope it is correct.",
+            "12,000,023",
+            "answer_phrase",
+        ),
+        ("Answer $\n 9 \n$", "9", "answer_phrase"),
+        ("So, Jane started growing it 3 hours ago.", "3", "final_line"),
         ("Long reasoning...\n42", "42", "final_line"),
     ],
 )

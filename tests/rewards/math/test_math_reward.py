@@ -29,9 +29,9 @@ def test_fast_path_correct_and_incorrect(reward):
 
 
 def test_cas_path_settles_what_the_fast_path_cannot(reward):
-    result = score(reward, r"The answer is $\boxed{\log_2 8}$", "3")
+    result = score(reward, r"The answer is $\boxed{\sum_{k=1}^{4} k}$", "10")
     assert result.value == 1.0 and result.details["path"] == "cas"
-    wrong = score(reward, r"\boxed{\binom{5}{2}}", "11")
+    wrong = score(reward, r"\boxed{\lfloor 3.7 \rfloor}", "4")
     assert wrong.value == 0.0 and wrong.details["path"] == "cas"
 
 
@@ -93,7 +93,7 @@ def test_works_from_threads_and_from_a_running_event_loop(reward):
     results = []
 
     def worker():
-        results.append(score(reward, r"\boxed{\log_3 9}", "2").value)
+        results.append(score(reward, r"\boxed{\sum_{k=1}^{2} k^2}", "5").value)
 
     threads = [threading.Thread(target=worker) for _ in range(3)]
     for thread in threads:
@@ -102,14 +102,14 @@ def test_works_from_threads_and_from_a_running_event_loop(reward):
         thread.join()
 
     async def in_loop():
-        return await reward.ascore([Sample(completion=r"\boxed{\log_5 25}", reference="2")])
+        return await reward.ascore([Sample(completion=r"\boxed{\sum_{k=0}^{2} k^3}", reference="9")])
 
     assert results == [1.0, 1.0, 1.0]
     assert asyncio.run(in_loop())[0].value == 1.0
 
 
 def test_identical_pairs_in_a_batch_are_compared_once(reward):
-    samples = [Sample(completion=r"\boxed{\log_2 32}", reference="5") for _ in range(8)]
+    samples = [Sample(completion=r"\boxed{\sum_{k=1}^{5} k}", reference="15") for _ in range(8)]
     before = len(reward._cas_cache)
     scores = reward.score(samples)
     assert [s.value for s in scores] == [1.0] * 8
@@ -117,10 +117,10 @@ def test_identical_pairs_in_a_batch_are_compared_once(reward):
 
 
 def test_pickles_without_its_worker_pool(reward):
-    reward.score([Sample(completion=r"\boxed{\log_2 4}", reference="2")])
+    reward.score([Sample(completion=r"\boxed{\sum_{k=1}^{2} k}", reference="3")])
     copy = pickle.loads(pickle.dumps(reward))
     assert copy._pool is None
-    assert copy.score([Sample(completion=r"\boxed{\log_2 16}", reference="4")])[0].value == 1.0
+    assert copy.score([Sample(completion=r"\boxed{\sum_{k=1}^{3} k}", reference="6")])[0].value == 1.0
     copy.close()
 
 

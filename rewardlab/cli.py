@@ -1,0 +1,159 @@
+"""The ``rewardlab`` command line.
+
+``rewardlab score`` scores a file of rollouts offline with a reward pipeline built from a YAML
+config (the same file the TRL adapter and the benchmark runner take). Usage and config mistakes
+exit with status 2 and one line on stderr naming the problem; a run that completes exits 0 even
+when some rows failed, since those are recorded in the output and the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rewardlab.offline.rows import FORMATS, Columns, InputError, open_rows
+from rewardlab.offline.runner import OutputError, RunOptions, ascore_rows, check_output
+from rewardlab.rewards.registry import ConfigError, build
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called; reported in one line, exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _add_score_command(commands: argparse._SubParsersAction) -> None:
+    score = commands.add_parser(
+        "score",
+        help="score a JSONL/Parquet file or a saved dataset into a JSONL file of scores",
+        description="Score every row of INPUT with the reward built from --config; one JSONL record "
+        "per row in --output, a summary in <output>.summary.json.",
+    )
+    score.add_argument(
+        "input", type=Path, metavar="INPUT", help="JSONL or Parquet file, or a save_to_disk dataset directory"
+    )
+    score.add_argument(
+        "--config", required=True, metavar="CONFIG.yaml", help="reward config YAML file ({type: ..., ...})"
+    )
+    score.add_argument(
+        "--output", required=True, type=Path, metavar="OUT.jsonl", help="JSONL file to write the scores to"
+    )
+    score.add_argument(
+        "--format", choices=FORMATS, help="input format (default: from the suffix; a directory is a dataset)"
+    )
+    score.add_argument(
+        "--split", metavar="NAME", help="split of a saved DatasetDict (may be omitted when it has one)"
+    )
+    defaults = Columns()
+    score.add_argument(
+        "--prompt-column", default=defaults.prompt, metavar="NAME", help="default: %(default)s"
+    )
+    score.add_argument(
+        "--completion-column", default=defaults.completion, metavar="NAME", help="default: %(default)s"
+    )
+    score.add_argument(
+        "--reference-column",
+        default=defaults.reference,
+        metavar="NAME",
+        help="default: per row, the first present of reference, answer, solution, ground_truth, gold, target",
+    )
+    score.add_argument(
+        "--id-column",
+        default=defaults.id,
+        metavar="NAME",
+        help="default: %(default)s; rows without one get row-<index>",
+    )
+    score.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        metavar="N",
+        default=64,
+        help="samples per reward call (default: 64)",
+    )
+    score.add_argument(
+        "--concurrency", type=_positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
+    )
+    existing = score.add_mutually_exclusive_group()
+    existing.add_argument("--resume", action="store_true", help="continue OUTPUT, skipping ids already in it")
+    existing.add_argument("--overwrite", action="store_true", help="replace a non-empty OUTPUT")
+    score.add_argument("--limit", type=_positive_int, metavar="N", help="read only the first N input rows")
+    score.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    score.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first, so the rewards it registers with rewardlab.register can be built "
+        "(repeatable)",
+    )
+    score.set_defaults(run=_score)
+
+
+def _import_modules(names: Sequence[str]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise UsageError(f"--import {name}: {error}") from error
+
+
+def _score(args: argparse.Namespace) -> int:
+    options = RunOptions(
+        batch_size=args.batch_size,
+        concurrency=args.concurrency,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        limit=args.limit,
+        progress=not args.no_progress,
+    )
+    columns = Columns(args.prompt_column, args.completion_column, args.reference_column, args.id_column)
+    # Check the input and output before building the reward, which may load models or start workers.
+    source = open_rows(args.input, format=args.format, columns=columns, split=args.split)
+    check_output(args.output, options)
+    _import_modules(args.imports)
+    try:
+        reward = build(args.config)
+    except ConfigError as error:
+        raise UsageError(f"--config {args.config}: {error}") from error
+    try:
+        summary = asyncio.run(ascore_rows(reward, source, args.output, options))
+    finally:
+        reward.close()
+    print(summary.table())
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rewardlab", description="Reward modeling for LLM post-training.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_score_command(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (argparse exits 2 itself on bad arguments)."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (UsageError, InputError, OutputError) as error:
+        print(f"rewardlab {args.command}: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

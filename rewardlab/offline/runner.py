@@ -1,0 +1,263 @@
+"""Offline scoring: rows in, one JSONL record per row out, written as each batch completes.
+
+The output is the checkpoint. Records are appended and flushed batch by batch, so a killed run
+loses at most the batches in flight, and ``resume`` continues from whatever ids the file holds.
+Each record is ``{"id", "row", ["line"], **Score.to_dict()}``; with several batches in flight
+the records come out in completion order, not input order (``row`` and ``line`` say where each
+came from).
+
+Nothing a single row or batch does ends the run: an unreadable row is written as
+``invalid_input`` with its line number and field, and a reward that raises for a whole batch (a
+bug) gives every sample of that batch status ``error`` with the exception as the reason.
+
+Resume is by id. An input that repeats an id is scored for every occurrence, but resuming treats
+the id as done once any of its rows is in the output; the summary warns about repeats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, TextIO
+
+from tqdm import tqdm
+
+from rewardlab.offline.rows import Columns, Format, Row, RowError, RowSource, open_rows
+from rewardlab.offline.summary import Summary, summary_path
+from rewardlab.rewards.contract import Reward, Score, Status, check_batch
+
+
+class OutputError(ValueError):
+    """The output cannot be written as asked: it exists without resume/overwrite, or is corrupt."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How an offline run batches, resumes and reports.
+
+    Attributes:
+        batch_size: Samples per `Reward.ascore` call. Default 64.
+        concurrency: Batches in flight at once; helps rewards that wait on I/O. Default 4.
+        resume: Continue an existing output, skipping rows whose id it already holds.
+        overwrite: Replace an existing non-empty output (otherwise that is refused).
+        limit: Read only the first ``limit`` input rows (the same rows again on resume).
+        progress: Show a progress bar on stderr.
+    """
+
+    batch_size: int = 64
+    concurrency: int = 4
+    resume: bool = False
+    overwrite: bool = False
+    limit: int | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.concurrency < 1:
+            raise ValueError("batch_size and concurrency must be at least 1")
+        if self.limit is not None and self.limit < 0:
+            raise ValueError("limit must not be negative")
+        if self.resume and self.overwrite:
+            raise ValueError("resume and overwrite exclude each other")
+
+
+def check_output(output: Path, options: RunOptions) -> None:
+    """Refuse to clobber a non-empty output unless resuming or overwriting; cheap, so call it early."""
+    if options.resume or options.overwrite or not output.exists():
+        return
+    if output.is_dir() or output.stat().st_size > 0:
+        raise OutputError(f"{output} exists and is not empty; pass --resume to continue it or --overwrite")
+
+
+def _complete_record(raw: bytes) -> dict[str, Any] | None:
+    if not raw.endswith(b"\n"):
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and "id" in record else None
+
+
+def read_written(output: Path, summary: Summary) -> set[str]:
+    """Ids already in ``output``, each record folded into ``summary``.
+
+    A kill can leave the last line half written, or whole but without its newline; that line is
+    cut off so appending starts on a fresh line, and its row is scored again. A bad line anywhere
+    else means the file is not one this runner wrote, and resuming over it is refused.
+    """
+    written: set[str] = set()
+    kept = 0
+    with output.open("r+b") as file:
+        for number, raw in enumerate(file, start=1):
+            record = _complete_record(raw)
+            if record is None:
+                if file.read(1):
+                    raise OutputError(
+                        f"{output} line {number} is not a scoring record; cannot resume over it"
+                    )
+                break
+            written.add(str(record["id"]))
+            summary.add(record)
+            kept += len(raw)
+        file.truncate(kept)
+    summary.resumed = summary.rows
+    return written
+
+
+def _record(row: Row, score: Score) -> dict[str, Any]:
+    record: dict[str, Any] = {"id": row.id, "row": row.index}
+    if row.line is not None:
+        record["line"] = row.line
+    record.update(score.to_dict())
+    return record
+
+
+def _row_error_score(location: str, error: RowError) -> Score:
+    return Score.failure(
+        Status.INVALID_INPUT,
+        f"{location}: {error.message}",
+        details={"row_error": error.message, "field": error.field},
+    )
+
+
+async def _score_batch(reward: Reward, rows: list[Row]) -> list[dict[str, Any]]:
+    samples = [row.sample for row in rows if row.sample is not None]
+    try:
+        scores = check_batch(reward, samples, await reward.ascore(samples)) if samples else []
+    except Exception as error:  # noqa: BLE001 - a reward bug fails its batch, not the run
+        reason = f"reward {reward.name!r} failed on the batch: {type(error).__name__}: {error}"
+        scores = [Score.failure(Status.ERROR, reason)] * len(samples)
+    by_row = iter(scores)
+    return [
+        _record(row, next(by_row) if row.error is None else _row_error_score(row.location, row.error))
+        for row in rows
+    ]
+
+
+def _rows_to_score(source: Iterable[Row], written: set[str], summary: Summary) -> Iterator[Row]:
+    seen: set[str] = set()
+    for row in source:
+        if row.id in seen:
+            summary.duplicate_ids += 1
+        seen.add(row.id)
+        if row.id in written:
+            summary.skipped += 1
+            continue
+        yield row
+
+
+def _batches(rows: Iterator[Row], size: int) -> Iterator[list[Row]]:
+    while batch := list(islice(rows, size)):
+        yield batch
+
+
+def _progress_total(source: RowSource, limit: int | None) -> int | None:
+    if limit is None:
+        return source.total
+    return limit if source.total is None else min(limit, source.total)
+
+
+BatchTask = asyncio.Task[list[dict[str, Any]]]
+
+
+@dataclass(slots=True)
+class _Sink:
+    """Appends each finished batch to the output, flushed, and counts it in the summary and bar."""
+
+    file: TextIO
+    summary: Summary
+    bar: tqdm
+
+    async def write_next(self, in_flight: set[BatchTask]) -> set[BatchTask]:
+        """Wait for at least one batch, write every finished one; return those still in flight."""
+        finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+        for task in finished:
+            records = task.result()
+            # ``default=str``: details are promised JSON-ready, but a reward breaking that promise
+            # should cost a repr in one record, not a long run.
+            self.file.write("".join(json.dumps(record, default=str) + "\n" for record in records))
+            self.file.flush()
+            for record in records:
+                self.summary.add(record)
+            self.summary.scored += len(records)
+            self.bar.update(len(records))
+        return in_flight
+
+
+async def ascore_rows(reward: Reward, source: RowSource, output: str | Path, options: RunOptions) -> Summary:
+    """Score ``source`` into the JSONL file ``output``; the async core of `score_file`.
+
+    Returns the summary of the whole output, which is also written to ``<output>.summary.json``.
+    Raises `OutputError` when the output exists and neither resume nor overwrite is set.
+    """
+    output = Path(output)
+    check_output(output, options)
+    summary = Summary(reward=reward.name, output=str(output))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if options.resume and output.exists():
+        written = read_written(output, summary)
+    else:
+        written = set()
+        output.write_bytes(b"")
+    rows = _rows_to_score(islice(source, options.limit), written, summary)
+    total = _progress_total(source, options.limit)
+    started = time.perf_counter()
+    with (
+        output.open("a", encoding="utf-8") as file,
+        tqdm(
+            total=total,
+            initial=summary.resumed if total is None else min(summary.resumed, total),
+            unit=" rows",
+            file=sys.stderr,
+            disable=not options.progress,
+            dynamic_ncols=True,
+        ) as bar,
+    ):
+        sink = _Sink(file, summary, bar)
+        in_flight: set[BatchTask] = set()
+        for batch in _batches(rows, options.batch_size):
+            if len(in_flight) >= options.concurrency:
+                in_flight = await sink.write_next(in_flight)
+            in_flight.add(asyncio.create_task(_score_batch(reward, batch)))
+        while in_flight:
+            in_flight = await sink.write_next(in_flight)
+    summary.wall_s = time.perf_counter() - started
+    summary.write(summary_path(output))
+    return summary
+
+
+def score_file(
+    reward: Reward,
+    input_path: str | Path,
+    output: str | Path,
+    *,
+    format: Format | None = None,
+    columns: Columns | None = None,
+    split: str | None = None,
+    options: RunOptions = RunOptions(),
+) -> Summary:
+    """Score every row of an input file into a JSONL output; see the module docstring.
+
+    Args:
+        reward: What scores; the caller owns it (and calls ``close``).
+        input_path: A JSONL or Parquet file, or a directory written by ``Dataset.save_to_disk``.
+        output: The JSONL output; its summary goes to ``<output>.summary.json``.
+        format: The input format; default from the path.
+        columns: Which input columns hold prompt, completion, reference and id (default `Columns()`).
+        split: The split of a saved ``DatasetDict``.
+        options: Batching, concurrency, resume/overwrite, limit and progress.
+
+    Call `ascore_rows` instead from inside a running event loop.
+
+    Example:
+        >>> summary = score_file(build("config.yaml"), "rollouts.jsonl", "scores.jsonl")  # doctest: +SKIP
+        >>> summary.mean_value  # doctest: +SKIP
+    """
+    source = open_rows(input_path, format=format, columns=columns or Columns(), split=split)
+    return asyncio.run(ascore_rows(reward, source, output, options))

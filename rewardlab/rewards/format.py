@@ -1,0 +1,390 @@
+"""Rule rewards on the surface of a completion: its tag structure, a regular expression, an exact string.
+
+These are the cheap checks that sit beside an accuracy reward (a format bonus, a gate) or stand in for
+one when the gold answer is a short string.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from rewardlab.rewards.contract import InvalidInput, RuleReward, Sample, Score
+
+_TAG_NAME = re.compile(r"[A-Za-z_][\w.-]*")
+
+
+def _checked_tag_name(option: str, value: str) -> str:
+    if not isinstance(value, str) or not _TAG_NAME.fullmatch(value):
+        raise ValueError(f"{option} must be a bare tag name such as 'think', got {value!r}")
+    return value
+
+
+class ThinkAnswerFormatReward(RuleReward):
+    """1.0 when the completion has the reasoning-then-answer tag structure, else 0.0.
+
+    The default is DeepSeek-R1's format: ``<think>reasoning</think>`` then ``<answer>answer</answer>``
+    and nothing else. The rules, checked in this order; the first one broken is named in
+    ``details["failed_rule"]`` and explained in ``reason``:
+
+    - ``one_think_block``: exactly one opening and one closing think tag.
+    - ``think_order``: the think block opens before it closes.
+    - ``one_answer_block``: exactly one answer block (at most one with ``require_answer_tag=False``).
+    - ``answer_order``: the answer block opens before it closes.
+    - ``answer_after_think``: the answer block starts after the think block ends, so it is neither
+      inside nor before it.
+    - ``text_before_think``, ``text_between_blocks``, ``text_after_answer`` (strict mode only): only
+      whitespace outside the blocks.
+    - ``empty_answer``: the answer holds some text. An empty ``<answer></answer>`` cannot be graded,
+      and paying a format bonus for it invites the policy to stop answering.
+
+    Args:
+        think_tag: Name of the reasoning tag (default ``"think"``).
+        answer_tag: Name of the answer tag (default ``"answer"``).
+        require_answer_tag: When True (default), the answer must sit in an answer block. When False,
+            whatever follows the think block is the answer, as in TRL's ``think_format_reward``; an
+            answer block is still allowed, and then it must be well formed.
+        allow_text_outside: When False (default, strict, like the DeepSeek-R1 format reward and TRL's
+            ``think_format_reward``), the completion starts with the think block and, when it has an
+            answer block, ends with it, with only whitespace in between. True only checks the tags,
+            for policies that may add a preamble or a closing remark.
+        think_opened_in_prompt: Set to True when the chat template already ends the prompt with the
+            opening think tag (DeepSeek-R1 and some Qwen3 templates): the completion then starts
+            inside the think block, and an opening tag in it would start a second block.
+        name: Stable name for logs and metrics.
+
+    Example:
+        >>> from rewardlab import Sample
+        >>> reward = ThinkAnswerFormatReward()
+        >>> [s.value for s in reward.score([
+        ...     Sample(completion="<think>2+2 is 4</think>\\n<answer>4</answer>"),
+        ...     Sample(completion="The answer is 4."),
+        ... ])]
+        [1.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        *,
+        think_tag: str = "think",
+        answer_tag: str = "answer",
+        require_answer_tag: bool = True,
+        allow_text_outside: bool = False,
+        think_opened_in_prompt: bool = False,
+        name: str = "think_answer_format",
+    ):
+        _checked_tag_name("think_tag", think_tag)
+        _checked_tag_name("answer_tag", answer_tag)
+        if think_tag == answer_tag:
+            raise ValueError(f"think_tag and answer_tag must differ, both are {think_tag!r}")
+        self.think_tag = think_tag
+        self.answer_tag = answer_tag
+        self.require_answer_tag = require_answer_tag
+        self.allow_text_outside = allow_text_outside
+        self.think_opened_in_prompt = think_opened_in_prompt
+        self.name = name
+
+    def check(self, sample: Sample) -> Score:
+        text = sample.completion_text
+        if self.think_opened_in_prompt:
+            # Put back the tag the template wrote, so that one set of rules covers both cases.
+            text = f"<{self.think_tag}>{text}"
+        broken = self._first_broken_rule(text)
+        details: dict[str, Any] = {
+            "failed_rule": None if broken is None else broken[0],
+            "think_opened_in_prompt": self.think_opened_in_prompt,
+        }
+        if broken is not None:
+            return Score(0.0, reason=broken[1], details=details)
+        return Score(1.0, details=details)
+
+    def _first_broken_rule(self, text: str) -> tuple[str, str] | None:
+        think_open, think_close = f"<{self.think_tag}>", f"</{self.think_tag}>"
+        answer_open, answer_close = f"<{self.answer_tag}>", f"</{self.answer_tag}>"
+
+        opens, closes = text.count(think_open), text.count(think_close)
+        if opens != 1 or closes != 1:
+            return (
+                "one_think_block",
+                f"expected one {think_open}...{think_close} block, found {opens} {think_open} "
+                f"and {closes} {think_close}",
+            )
+        think_start, think_end = text.index(think_open), text.index(think_close)
+        if think_end < think_start:
+            return "think_order", f"{think_close} comes before {think_open}"
+        after_think = think_end + len(think_close)
+
+        opens, closes = text.count(answer_open), text.count(answer_close)
+        uses_answer_block = self.require_answer_tag or opens > 0 or closes > 0
+        if uses_answer_block:
+            if opens != 1 or closes != 1:
+                return (
+                    "one_answer_block",
+                    f"expected one {answer_open}...{answer_close} block, found {opens} {answer_open} "
+                    f"and {closes} {answer_close}",
+                )
+            answer_start, answer_end = text.index(answer_open), text.index(answer_close)
+            if answer_end < answer_start:
+                return "answer_order", f"{answer_close} comes before {answer_open}"
+            if answer_start < after_think:
+                return "answer_after_think", f"the answer block does not follow the {think_open} block"
+            answer = text[answer_start + len(answer_open) : answer_end]
+        else:
+            answer = text[after_think:]
+
+        if not self.allow_text_outside:
+            if text[:think_start].strip():
+                return "text_before_think", f"text before {think_open}"
+            if uses_answer_block:
+                if text[after_think:answer_start].strip():
+                    return "text_between_blocks", f"text between {think_close} and {answer_open}"
+                if text[answer_end + len(answer_close) :].strip():
+                    return "text_after_answer", f"text after {answer_close}"
+        if not answer.strip():
+            return "empty_answer", "the answer is empty"
+        return None
+
+
+_REGEX_FLAGS = {
+    "IGNORECASE": re.IGNORECASE,
+    "DOTALL": re.DOTALL,
+    "MULTILINE": re.MULTILINE,
+    "VERBOSE": re.VERBOSE,
+    "ASCII": re.ASCII,
+}
+# Matched text is copied into details for inspection; a fullmatch of a long completion would
+# otherwise copy the whole completion into every output row.
+_DETAIL_CHARS = 1000
+
+
+def _clipped(text: str | None) -> str | None:
+    if text is None or len(text) <= _DETAIL_CHARS:
+        return text
+    return text[:_DETAIL_CHARS] + "…"
+
+
+class RegexMatchReward(RuleReward):
+    """1.0 when a regular expression matches the completion, else 0.0.
+
+    Args:
+        pattern: The regular expression (Python ``re`` syntax). An invalid pattern is a config error
+            raised here, not a failure of every sample.
+        mode: ``"search"`` (default): the pattern matches anywhere. ``"fullmatch"``: it must match the
+            whole completion, the right choice for a format that allows nothing else.
+        flags: Names of ``re`` flags, e.g. ``["IGNORECASE", "DOTALL", "MULTILINE"]``; also
+            ``VERBOSE`` and ``ASCII``.
+        max_chars: Completions longer than this (default 200,000 characters) are not matched and get
+            status ``invalid_input``: a pattern with nested quantifiers can take exponential time, and a
+            runaway rollout should not stall the batch.
+        name: Stable name for logs and metrics.
+
+    ``details`` holds the match span, the matched text and the groups (each clipped to 1,000
+    characters).
+
+    Example:
+        >>> from rewardlab import Sample
+        >>> reward = RegexMatchReward(r"Answer: (\\d+)", flags=["IGNORECASE"])
+        >>> score = reward.score([Sample(completion="so the answer: 42")])[0]
+        >>> score.value, score.details["groups"]
+        (1.0, ['42'])
+    """
+
+    def __init__(
+        self,
+        pattern: str,
+        *,
+        mode: Literal["search", "fullmatch"] = "search",
+        flags: Sequence[str] | str = (),
+        max_chars: int = 200_000,
+        name: str = "regex_match",
+    ):
+        if mode not in ("search", "fullmatch"):
+            raise ValueError(f"mode must be 'search' or 'fullmatch', got {mode!r}")
+        if max_chars <= 0:
+            raise ValueError(f"max_chars must be positive, got {max_chars}")
+        flag_names = [flags] if isinstance(flags, str) else list(flags)
+        combined = re.NOFLAG
+        for flag_name in flag_names:
+            if str(flag_name).upper() not in _REGEX_FLAGS:
+                raise ValueError(f"unknown regex flag {flag_name!r}; one of: {', '.join(_REGEX_FLAGS)}")
+            combined |= _REGEX_FLAGS[str(flag_name).upper()]
+        try:
+            self.regex = re.compile(pattern, combined)
+        except re.error as error:
+            raise ValueError(f"invalid regular expression {pattern!r}: {error}") from None
+        self.pattern = pattern
+        self.mode = mode
+        self.flags = [str(f).upper() for f in flag_names]
+        self.max_chars = max_chars
+        self.name = name
+
+    def check(self, sample: Sample) -> Score:
+        text = sample.completion_text
+        if len(text) > self.max_chars:
+            raise InvalidInput(
+                "completion",
+                f"{len(text)} characters is over max_chars={self.max_chars}; not matched, to bound the "
+                "time a backtracking pattern can take",
+            )
+        match = self.regex.search(text) if self.mode == "search" else self.regex.fullmatch(text)
+        details: dict[str, Any] = {"pattern": self.pattern, "mode": self.mode}
+        if match is None:
+            return Score(0.0, reason=f"no {self.mode} match for {self.pattern!r}", details=details)
+        details.update(
+            span=list(match.span()),
+            match=_clipped(match.group(0)),
+            groups=[_clipped(group) for group in match.groups()],
+            named_groups={key: _clipped(group) for key, group in match.groupdict().items()},
+        )
+        return Score(1.0, details=details)
+
+
+def extract_tagged(text: str, tag: str) -> str | None:
+    """Content of the last ``<tag>...</tag>`` block, or None.
+
+    The last one, because a model that quotes the format while reasoning writes an earlier block.
+    """
+    blocks = re.findall(rf"<{re.escape(tag)}>(.*?)</{re.escape(tag)}>", text, flags=re.DOTALL)
+    return blocks[-1] if blocks else None
+
+
+def extract_last_boxed(text: str) -> str | None:
+    r"""Content of the last ``\boxed{...}``, braces balanced, or None when there is none or it is cut off."""
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    content_start = start + len("\\boxed{")
+    depth = 1
+    for position in range(content_start, len(text)):
+        if text[position] == "{":
+            depth += 1
+        elif text[position] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[content_start:position]
+    return None
+
+
+def extract_last_line(text: str) -> str | None:
+    """The last line that is not blank, or None for a blank text."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else None
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def _strip_surrounding_punctuation(text: str) -> str:
+    # Unicode category P* covers ASCII punctuation, curly quotes, guillemets and brackets alike.
+    start, end = 0, len(text)
+    while start < end and (text[start].isspace() or unicodedata.category(text[start]).startswith("P")):
+        start += 1
+    while end > start and (text[end - 1].isspace() or unicodedata.category(text[end - 1]).startswith("P")):
+        end -= 1
+    return text[start:end]
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD-style normalisation: lowercase, strip surrounding punctuation and quotes, drop the
+    articles a/an/the, collapse whitespace.
+
+    Unlike SQuAD, punctuation inside the answer is kept ("3.14" stays distinct from "314"), and
+    articles are kept when they are all there is ("A" as a multiple-choice letter would otherwise
+    normalise to "" and match any other empty answer).
+    """
+    text = _strip_surrounding_punctuation(text.lower())
+    without_articles = _ARTICLES.sub(" ", text)
+    if without_articles.strip():
+        text = without_articles
+    return " ".join(text.split())
+
+
+class StringMatchReward(RuleReward):
+    """1.0 when the completion (or the answer extracted from it) equals a reference, else 0.0.
+
+    Args:
+        extract: Where the answer is. ``None`` (default): the whole completion. ``"answer_tag"``: the
+            last ``<answer>...</answer>`` block (tag name from ``answer_tag``). ``"last_line"``: the last
+            non-blank line. ``"boxed"``: the last ``\\boxed{...}``. A completion without the expected
+            answer scores 0.0 (the model did not answer), with the reason.
+        normalize: Compare after `normalize_answer` (default True): lowercase, strip, collapse
+            whitespace, strip surrounding punctuation and quotes, drop articles. False compares the
+            exact strings.
+        references_field: Also accept any of several gold answers listed in
+            ``sample.fields[references_field]`` (e.g. the aliases of a TriviaQA answer). The field is then
+            required; ``sample.reference``, when set, is accepted too.
+        answer_tag: Tag name for ``extract="answer_tag"`` (default ``"answer"``).
+        name: Stable name for logs and metrics.
+
+    A sample without any reference has status ``invalid_input``.
+
+    Example:
+        >>> from rewardlab import Sample
+        >>> reward = StringMatchReward(extract="answer_tag")
+        >>> sample = Sample(completion="<answer> The Eiffel Tower. </answer>", reference="eiffel tower")
+        >>> reward.score([sample])[0].value
+        1.0
+    """
+
+    def __init__(
+        self,
+        *,
+        extract: Literal["answer_tag", "last_line", "boxed"] | None = None,
+        normalize: bool = True,
+        references_field: str | None = None,
+        answer_tag: str = "answer",
+        name: str = "string_match",
+    ):
+        if extract not in (None, "answer_tag", "last_line", "boxed"):
+            raise ValueError(f"extract must be None, 'answer_tag', 'last_line' or 'boxed', got {extract!r}")
+        self.extract = extract
+        self.normalize = normalize
+        self.references_field = references_field
+        self.answer_tag = _checked_tag_name("answer_tag", answer_tag)
+        self.name = name
+
+    def check(self, sample: Sample) -> Score:
+        references = self._references(sample)
+        answer = self._answer(sample.completion_text)
+        details: dict[str, Any] = {"extracted": answer, "references": references}
+        if answer is None:
+            return Score(0.0, reason=f"no answer found (extract={self.extract!r})", details=details)
+        prepare = normalize_answer if self.normalize else (lambda text: text)
+        candidate = prepare(answer)
+        matched = next((ref for ref in references if prepare(ref) == candidate), None)
+        details.update(compared=candidate, matched_reference=matched)
+        if matched is None:
+            return Score(
+                0.0, reason=f"{answer!r} matches none of {len(references)} reference(s)", details=details
+            )
+        return Score(1.0, details=details)
+
+    def _answer(self, text: str) -> str | None:
+        if self.extract is None:
+            return text
+        if self.extract == "answer_tag":
+            return extract_tagged(text, self.answer_tag)
+        if self.extract == "boxed":
+            return extract_last_boxed(text)
+        return extract_last_line(text)
+
+    def _references(self, sample: Sample) -> list[str]:
+        references = [] if sample.reference is None else [sample.reference]
+        if self.references_field is None:
+            if not references:
+                raise InvalidInput("reference", "string_match needs a gold answer in sample.reference")
+            return references
+        key = f"fields.{self.references_field}"
+        if self.references_field not in sample.fields:
+            raise InvalidInput(key, "missing; it should list the accepted answers")
+        listed = sample.fields[self.references_field]
+        if isinstance(listed, str) or not isinstance(listed, Sequence):
+            raise InvalidInput(key, f"must be a list of strings, got {type(listed).__name__}")
+        if not all(isinstance(item, str) for item in listed):
+            raise InvalidInput(key, "must be a list of strings")
+        references.extend(listed)
+        if not references:
+            raise InvalidInput(key, "is empty and sample.reference is not set: no accepted answer")
+        return references

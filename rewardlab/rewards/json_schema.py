@@ -1,0 +1,149 @@
+"""JSON output checked against a JSON Schema: structured-output and tool-argument tasks."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import jsonschema
+from jsonschema import validators
+from jsonschema.protocols import Validator
+from referencing.exceptions import Unresolvable
+
+from rewardlab.rewards.contract import InvalidInput, RuleReward, Sample, Score
+
+_FENCED_JSON = re.compile(r"```json[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
+# Validation messages quote the offending instance, which can be the whole document.
+_MESSAGE_CHARS = 300
+
+
+def _clipped(message: str) -> str:
+    return message if len(message) <= _MESSAGE_CHARS else message[:_MESSAGE_CHARS] + "…"
+
+
+def load_validator(schema: Any, *, check_formats: bool) -> Validator:
+    """A validator for ``schema`` (a mapping, a boolean schema, or its JSON text).
+
+    The draft is the one the schema's ``$schema`` names, else Draft 2020-12. Raises ValueError when
+    the schema is not JSON or not a valid schema of its draft.
+    """
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"the schema is not JSON: {error}") from None
+    if not isinstance(schema, Mapping | bool):
+        raise ValueError(f"a schema is a JSON object or a boolean, got {type(schema).__name__}")
+    validator_class = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise ValueError(f"invalid schema at {error.json_path}: {_clipped(error.message)}") from None
+    format_checker = validator_class.FORMAT_CHECKER if check_formats else None
+    return validator_class(schema, format_checker=format_checker)
+
+
+class JsonSchemaReward(RuleReward):
+    """1.0 when the completion holds JSON that is valid under a JSON Schema, else 0.0.
+
+    A completion that holds no JSON at all scores 0.0 with the parse error as the reason: producing
+    JSON was the model's task. A schema that is itself broken is not the model's fault: given here it
+    raises ValueError, given per sample it makes that sample ``invalid_input``.
+
+    Args:
+        schema: The schema every sample is checked against (a mapping, or its JSON text). When given,
+            per-sample schemas are ignored.
+        schema_field: Where a per-sample schema sits in ``sample.fields`` when ``schema`` is None
+            (default ``"schema"``); a mapping or its JSON text (datasets often store schemas as
+            strings, since they differ in shape from row to row).
+        extract: Where the JSON is. ``"whole"``: the whole completion. ``"fenced"``: the last
+            fenced block marked ``json``. ``"auto"`` (default): the last ```` ```json ```` block if there
+            is one, else the whole completion.
+        check_formats: Also assert ``format`` keywords (``email``, ``date-time``, ...). Off by default,
+            as the JSON Schema specification makes ``format`` an annotation only.
+        max_errors: How many validation errors ``details["errors"]`` lists (default 10).
+        name: Stable name for logs and metrics.
+
+    The draft is the one the schema's ``$schema`` names, else Draft 2020-12. Remote ``$ref``s are never
+    fetched (no network at reward time): a schema that needs one is ``invalid_input``.
+
+    Example:
+        >>> from rewardlab import Sample
+        >>> reward = JsonSchemaReward(schema={"type": "object", "required": ["city"]})
+        >>> [s.value for s in reward.score([
+        ...     Sample(completion='```json\\n{"city": "Paris"}\\n```'),
+        ...     Sample(completion='{"town": "Paris"}'),
+        ... ])]
+        [1.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        *,
+        schema: Mapping[str, Any] | bool | str | None = None,
+        schema_field: str = "schema",
+        extract: Literal["auto", "whole", "fenced"] = "auto",
+        check_formats: bool = False,
+        max_errors: int = 10,
+        name: str = "json_schema",
+    ):
+        if extract not in ("auto", "whole", "fenced"):
+            raise ValueError(f"extract must be 'auto', 'whole' or 'fenced', got {extract!r}")
+        if max_errors < 1:
+            raise ValueError(f"max_errors must be at least 1, got {max_errors}")
+        self.validator = None if schema is None else load_validator(schema, check_formats=check_formats)
+        self.schema_field = schema_field
+        self.extract = extract
+        self.check_formats = check_formats
+        self.max_errors = max_errors
+        self.name = name
+
+    def check(self, sample: Sample) -> Score:
+        validator, schema_source = self._validator(sample)
+        found = self._json_text(sample.completion_text)
+        if found is None:
+            return Score(0.0, reason="no ```json fenced block", details={"extracted_from": None})
+        text, extracted_from = found
+        details: dict[str, Any] = {"extracted_from": extracted_from}
+        try:
+            instance = json.loads(text)
+        except json.JSONDecodeError as error:
+            return Score(0.0, reason=f"not JSON: {error}", details={**details, "json_error": str(error)})
+        try:
+            errors = sorted(validator.iter_errors(instance), key=lambda e: (e.json_path, e.message))
+        except Unresolvable as error:
+            raise InvalidInput(
+                schema_source, f"the schema has a $ref that cannot be resolved: {error}"
+            ) from None
+        details.update(
+            error_count=len(errors),
+            errors=[{"path": e.json_path, "message": _clipped(e.message)} for e in errors[: self.max_errors]],
+        )
+        if errors:
+            first = details["errors"][0]
+            return Score(0.0, reason=f"{first['path']}: {first['message']}", details=details)
+        return Score(1.0, details=details)
+
+    def _validator(self, sample: Sample) -> tuple[Validator, str]:
+        """The validator for this sample, and the name of where its schema came from."""
+        if self.validator is not None:
+            return self.validator, "schema"
+        source = f"fields.{self.schema_field}"
+        if self.schema_field not in sample.fields:
+            raise InvalidInput(source, "missing, and the reward has no schema of its own")
+        try:
+            return load_validator(sample.fields[self.schema_field], check_formats=self.check_formats), source
+        except ValueError as error:
+            raise InvalidInput(source, str(error)) from None
+
+    def _json_text(self, completion: str) -> tuple[str, str] | None:
+        """The text to parse and where it came from ("fenced" or "whole"), or None if absent."""
+        if self.extract != "whole":
+            blocks = _FENCED_JSON.findall(completion)
+            if blocks:
+                return blocks[-1], "fenced"
+            if self.extract == "fenced":
+                return None
+        return completion, "whole"
