@@ -158,7 +158,7 @@ def _choice(text: str) -> Choice | None:
 def parse_answer(raw: str, choice_expected: bool = False) -> Answer:
     """The shape and content of an answer, or raise `Unsupported` / `InvalidAnswer`."""
     if len(raw) > MAX_ANSWER_CHARS:
-        raise InvalidAnswer(f"answer is {len(raw)} characters, over the {MAX_ANSWER_CHARS} limit")
+        raise InvalidAnswer(f"answer is longer than the {MAX_ANSWER_CHARS}-character limit")
     cleaned = normalize(raw)
     text = cleaned.text
     if _HEDGE.search(text):

@@ -40,6 +40,11 @@ MAX_CONCLUSION_LINE = 300
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _PLACEHOLDER = re.compile(r"^\s*(?:\\phantom\{.*\}|\\quad|\\;|\s)*$")
 MAX_FINAL_LINE = 80
+MAX_BOX_CONTENT = 4096
+MAX_BOXES = 64
+#: Answer phrases and final lines are looked for in the completion's last this many characters,
+#: which bounds the work a flood of text can cause.
+TAIL_WINDOW = 8000
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +57,16 @@ class Extraction:
 
 
 def _braced(text: str, start: int) -> tuple[str, int] | None:
-    """Content of the brace group opening at ``start`` and the index after it."""
+    """Content of the brace group opening at ``start`` and the index after it.
+
+    The scan stops after `MAX_BOX_CONTENT` characters (no answer is that long), so that text
+    full of unclosed boxes costs linear time; the content is then the cut-off text.
+    """
     if start >= len(text) or text[start] != "{":
         return None
     depth = 0
-    for index in range(start, len(text)):
+    end = min(len(text), start + MAX_BOX_CONTENT)
+    for index in range(start, end):
         char = text[index]
         if char == "\\":
             continue
@@ -66,13 +76,17 @@ def _braced(text: str, start: int) -> tuple[str, int] | None:
             depth -= 1
             if depth == 0:
                 return text[start + 1 : index], index + 1
-    return None
+    return (text[start + 1 : end], end) if end - start >= MAX_BOX_CONTENT else None
 
 
 def boxed_answers(text: str) -> list[tuple[str, int]]:
     """Every boxed content with its position; ``\\boxed 5`` (no braces) counts as "5"."""
     found = []
-    for match in _BOX.finditer(text):
+    matches = list(_BOX.finditer(text))
+    if len(matches) > MAX_BOXES:
+        # Only the first and last boxes can be chosen; skip the middle of a box flood.
+        matches = matches[: MAX_BOXES // 8] + matches[-(MAX_BOXES - MAX_BOXES // 8) :]
+    for match in matches:
         group = _braced(text, match.end())
         if group is not None:
             content = group[0]
@@ -164,9 +178,10 @@ def extract_answer(
     boxes = boxed_answers(text)
     if boxes:
         return Extraction(_choose_boxes(text, boxes, box_choice), "boxed", tuple(b for b, _ in boxes))
-    if use_phrases and (answer := _after_phrase(text)) is not None:
+    tail = text[-TAIL_WINDOW:]
+    if use_phrases and (answer := _after_phrase(tail)) is not None:
         return Extraction(answer, "answer_phrase")
-    line = _final_line(text)
+    line = _final_line(tail)
     if use_final_line and line is not None:
         conclusions = list(_CONCLUSION.finditer(line))
         if conclusions and len(line) <= MAX_CONCLUSION_LINE:

@@ -60,3 +60,24 @@ def test_reference_forms():
     assert reference_answer(r"so \boxed{12}") == "12"
     assert reference_answer("She makes 9 * 2 = 18\n#### 18") == "18"
     assert reference_answer(" 3/4 ") == "3/4"
+
+
+@pytest.mark.parametrize(
+    "flood",
+    [
+        "\\boxed{" * 150_000,
+        "$a" * 500_000,
+        "$$a" * 300_000,
+        "\\boxed{" + "{" * 500_000,
+        "the answer is " * 70_000,
+    ],
+)
+def test_a_megabyte_of_hostile_text_is_handled(flood):
+    # Unclosed boxes and math spans once made the scan quadratic; a flood must come back with no
+    # answer (an ok 0) or an over-long one (invalid input), never a pass.
+    from rewardlab import Sample, Status
+    from rewardlab.rewards.math.reward import MathAnswerReward
+
+    [score] = MathAnswerReward(use_cas=False).score([Sample(completion=flood, reference="1")])
+    assert score.status in (Status.OK, Status.INVALID_INPUT, Status.PARSE_ERROR)
+    assert score.value in (0.0, None)

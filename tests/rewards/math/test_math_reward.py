@@ -74,7 +74,7 @@ def test_pathological_inputs_end_within_budget_with_a_status():
     assert elapsed < 1.5 * 2 + 2.0, elapsed  # one budget per CAS comparison, two workers, plus start-up
     assert scores[0].status in (Status.TIMEOUT, Status.OK, Status.ERROR)
     assert scores[0].status is not Status.OK or scores[0].value == 0.0
-    assert scores[1].status is Status.INVALID_INPUT and "100000 characters" in scores[1].reason
+    assert scores[1].status is Status.INVALID_INPUT and "2000-character limit" in scores[1].reason
     assert scores[2].status in (Status.TIMEOUT, Status.OK, Status.ERROR, Status.INVALID_INPUT)
     assert scores[3].value == 1.0
 
