@@ -14,16 +14,42 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import multiprocessing
 import queue
 import resource
+import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
+
+_MAIN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start a worker without re-importing the caller's ``__main__`` in it.
+
+    multiprocessing re-runs the main script in every new worker (to find functions defined
+    there). Our workers only run rewardlab functions, and a training script without an
+    ``if __name__ == "__main__"`` guard would start training again inside each worker; a main
+    module read from stdin or a notebook cannot be re-imported at all. So while a worker starts,
+    ``__main__`` does not say where it came from.
+    """
+    main = sys.modules["__main__"]
+    with _MAIN_LOCK:
+        saved = {key: main.__dict__[key] for key in ("__spec__", "__file__") if key in main.__dict__}
+        main.__dict__["__spec__"] = None
+        main.__dict__.pop("__file__", None)
+        try:
+            yield
+        finally:
+            main.__dict__.pop("__spec__", None)
+            main.__dict__.update(saved)
 
 
 class TaskTimeout(TimeoutError):
@@ -120,9 +146,21 @@ class KillableProcessPool:
         process = self._context.Process(
             target=_worker_main, args=(child, self.memory_limit_bytes), daemon=True
         )
-        process.start()
+        with _main_module_hidden():
+            process.start()
         child.close()
         return process, parent
+
+    @classmethod
+    def _retire_worker(cls, worker: tuple[multiprocessing.Process, Connection] | None) -> None:
+        """Let an idle worker exit on its own (so its exit handlers release what it holds, such
+        as sandboxes), and kill it only if it does not."""
+        if worker is None:
+            return
+        process, connection = worker
+        connection.close()
+        process.join(timeout=2)
+        cls._stop_worker(worker)
 
     @staticmethod
     def _stop_worker(worker: tuple[multiprocessing.Process, Connection] | None) -> None:
@@ -147,7 +185,7 @@ class KillableProcessPool:
                     worker = self._start_worker()
                 worker = self._run(worker, task)
         finally:
-            self._stop_worker(worker)
+            self._retire_worker(worker)
 
     def _run(
         self, worker: tuple[multiprocessing.Process, Connection], task: _Task

@@ -37,6 +37,7 @@ BUILTIN_REWARDS: dict[str, str] = {
     "repetition_penalty": "rewardlab.rewards.shaping:RepetitionPenalty",
     "length": "rewardlab.rewards.shaping:LengthReward",
     "instruction_following": "rewardlab.rewards.instructions:InstructionFollowingReward",
+    "code_execution": "rewardlab.rewards.code.reward:CodeExecutionReward",
 }
 
 _user_rewards: dict[str, type[Reward]] = {}

@@ -25,6 +25,10 @@ MAX_DEPTH = 40
 MAX_EXACT_EXPONENT = 512
 MAX_EXACT_BITS = 4096
 MAX_FACTORIAL = 3000
+MAX_DECIMAL_EXPONENT = 1000
+#: Exact intermediate results larger than this many bits are refused: a 2,000-character answer
+#: can otherwise multiply its way to megabit integers.
+MAX_RESULT_BITS = 1 << 16
 
 
 class Unsupported(ValueError):
@@ -411,7 +415,11 @@ class _Parser:
 
 
 def _number(text: str) -> Node:
-    decimals = len(text.split(".", 1)[1]) if "." in text else 0
+    mantissa, _, exponent = text.lower().partition("e")
+    if exponent and abs(int(exponent)) > MAX_DECIMAL_EXPONENT:
+        # Fraction("1e999999999") would build a billion-digit integer.
+        raise Unsupported("decimal exponent too large to evaluate here")
+    decimals = len(mantissa.split(".", 1)[1]) if "." in mantissa else 0
     return ("num", Fraction(text), decimals)
 
 
@@ -471,11 +479,11 @@ def evaluate(node: Node, point: Mapping[str, complex] | None = None) -> Value:
         return _root(evaluate(node[1], point), evaluate(node[2], point))
     left, right = evaluate(node[1], point), evaluate(node[2], point)
     if kind == "add":
-        return left + right
+        return _bounded(left + right)
     if kind == "sub":
-        return left - right
+        return _bounded(left - right)
     if kind == "mul":
-        return left * right
+        return _bounded(left * right)
     if kind == "div":
         if right == 0:
             raise Unsupported("division by zero")
@@ -489,8 +497,17 @@ def evaluate(node: Node, point: Mapping[str, complex] | None = None) -> Value:
 
 def _factorial(value: Value) -> Value:
     if isinstance(value, Fraction) and value.denominator == 1 and 0 <= value <= MAX_FACTORIAL:
-        return Fraction(math.factorial(int(value)))
+        return _bounded(Fraction(math.factorial(int(value))))
     raise Unsupported("factorial of a non-integer or a huge number")
+
+
+def _bounded(value: Value) -> Value:
+    if (
+        isinstance(value, Fraction)
+        and max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_RESULT_BITS
+    ):
+        raise Unsupported("exact value too large to evaluate here")
+    return value
 
 
 def _binomial(top: Value, bottom: Value) -> Value:
@@ -500,7 +517,7 @@ def _binomial(top: Value, bottom: Value) -> Value:
         raise Unsupported("binomial coefficient with a non-integer or huge lower index")
     result: Value = Fraction(1)
     for offset in range(int(bottom)):
-        result = result * (top - offset)
+        result = _bounded(result * (top - offset))
     return result / math.factorial(int(bottom))
 
 

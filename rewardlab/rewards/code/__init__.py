@@ -1,0 +1,1 @@
+"""Code execution rewards: untrusted programs run against tests inside a sandbox."""

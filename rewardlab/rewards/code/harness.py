@@ -1,0 +1,361 @@
+"""Run one program against its tests: the trusted half of code execution.
+
+Tests never enter the sandbox. The program runs in a sandboxed runner that only ever answers
+"what does your function return for these arguments" or "what do you print for this input";
+the comparison with the expected output happens here, and assert-style tests (HumanEval's
+``check(candidate)``) run here too, with ``candidate`` a proxy that forwards each call into the
+sandbox. A program therefore cannot override ``assert``, patch the test harness, read the
+expected outputs or print a fake "all tests passed": none of those are where it runs.
+
+This module runs inside a trusted worker process (see `reward`), which bounds its total time.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import functools
+import multiprocessing.util
+import time
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardlab.rewards.code.cases import AssertTests, CallTests, ProgramTests, StdioTests, assert_statements
+from rewardlab.rewards.code.outputs import call_output_matches, stdout_matches
+from rewardlab.rewards.code.python_runner import decode, encode
+from rewardlab.rewards.code.sandbox import Sandbox
+from rewardlab.rewards.code.session import SandboxSession, SessionEnded
+
+SNIPPET = 200
+#: Time allowed on top of a test's own limit for the sandbox to start and the program to load.
+STARTUP_ALLOWANCE_S = 5.0
+
+
+@dataclass(slots=True)
+class TestOutcome:
+    """How one test went: ``passed``, ``failed``, ``error`` (the program raised or crashed) or
+    ``timeout``."""
+
+    index: int
+    outcome: str
+    reason: str | None = None
+    runtime_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "test": self.index,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "runtime_s": self.runtime_s,
+        }
+
+
+@dataclass(slots=True)
+class ProgramReport:
+    """Everything a run found out; plain data, so it crosses process boundaries."""
+
+    outcomes: list[TestOutcome] = field(default_factory=list)
+    #: Why the program could not run at all (syntax error, exception at import, ...).
+    load_error: str | None = None
+    output_tail: str = ""
+
+    @property
+    def passed(self) -> int:
+        return sum(outcome.outcome == "passed" for outcome in self.outcomes)
+
+
+class ProgramTimeout(BaseException):
+    """A call into the program ran past its limit (not catchable by the tests' ``except Exception``)."""
+
+
+class BudgetSpent(BaseException):
+    """The program's total time budget is spent; the remaining tests are not run."""
+
+
+class ProgramFailure(Exception):
+    """The program failed in a way that is not one of Python's built-in exceptions."""
+
+
+def _snippet(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= SNIPPET else text[:SNIPPET] + "..."
+
+
+#: Extra time the trusted side waits for a reply beyond the limit the runner enforces itself;
+#: past it the runner is presumed stuck (stopped by the program) and the sandbox is replaced.
+REPLY_MARGIN_S = 2.0
+
+# One live sandbox per (worker process, sandbox configuration), reused across programs: the
+# runner inside resets the sandbox between programs (see `python_runner`).
+_sessions: dict[Sandbox, SandboxSession] = {}
+
+
+def _close_sessions() -> None:
+    for session in _sessions.values():
+        session.close()
+    _sessions.clear()
+
+
+def _live_session(sandbox: Sandbox) -> SandboxSession:
+    session = _sessions.get(sandbox)
+    if session is None or session.closed:
+        if not _sessions:
+            # Pool workers end through multiprocessing's exit path, which runs these
+            # finalizers but not atexit handlers.
+            multiprocessing.util.Finalize(None, _close_sessions, exitpriority=10)
+        session = _sessions[sandbox] = SandboxSession(sandbox)
+    return session
+
+
+class _Program:
+    """The program under test, run by the worker's sandboxed runner. After a timeout or a crash
+    the runner has reset it; it is loaded again for the next test, so one bad test does not fail
+    the ones after it."""
+
+    def __init__(self, source: str, sandbox: Sandbox, test_timeout_s: float, deadline: float):
+        self.source = source
+        self.sandbox = sandbox
+        self.test_timeout_s = test_timeout_s
+        self.deadline = deadline
+        self.loaded = False
+        self.load_error: str | None = None
+        self.output_tail = ""
+
+    def close(self) -> None:
+        """Stop the program and everything it started (the sandbox stays up for the next one)."""
+        session = _sessions.get(self.sandbox)
+        if session is not None and not session.closed:
+            try:
+                session.request({"op": "reset"}, REPLY_MARGIN_S + 5.0)
+            except SessionEnded:
+                session.close()
+
+    def _limit(self, allowance: float = 0.0) -> float:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise BudgetSpent
+        return min(self.test_timeout_s + allowance, remaining)
+
+    def _ask(self, message: dict[str, Any], limit: float) -> dict[str, Any]:
+        session = _live_session(self.sandbox)
+        try:
+            return session.request({**message, "timeout": limit}, limit + REPLY_MARGIN_S)
+        except SessionEnded as ended:
+            session.close()
+            self.loaded = False
+            if ended.timed_out:
+                raise ProgramTimeout(str(ended)) from None
+            raise ProgramFailure(str(ended)) from None
+
+    def _load(self) -> None:
+        if self.load_error is not None:
+            raise ProgramFailure(self.load_error)
+        if self.loaded:
+            return
+        reply = self._ask({"op": "program", "source": self.source}, self._limit())
+        if reply.get("ok"):
+            self.loaded = True
+            return
+        kind, error = reply.get("kind", "load_error"), reply.get("error")
+        self.output_tail = reply.get("output", "")
+        self.load_error = (
+            f"loading the program: {error}" if kind in ("timeout", "crashed") else f"{kind}: {error}"
+        )
+        raise (ProgramTimeout if kind == "timeout" else ProgramFailure)(self.load_error)
+
+    def call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """The function's return value, or the exception it raised (re-raised here)."""
+        self._load()
+        reply = self._ask(
+            {"op": "call", "name": name, "args": encode(list(args)), "kwargs": encode(kwargs)}, self._limit()
+        )
+        if reply.get("ok"):
+            return decode(reply["value"])
+        kind, error = reply.get("kind"), str(reply.get("error"))
+        self.output_tail = reply.get("output", self.output_tail)
+        if kind in ("timeout", "crashed"):
+            self.loaded = False  # the runner reset the program; the next test loads it again
+            raise (ProgramTimeout if kind == "timeout" else ProgramFailure)(error)
+        exception_type = getattr(builtins, error.split(":", 1)[0], None)
+        if kind == "raised" and isinstance(exception_type, type) and issubclass(exception_type, Exception):
+            # A built-in exception keeps its type, so tests that expect one (pytest.raises-style
+            # try/except) still work; anything else is a plain failure.
+            raise exception_type(error.split(":", 1)[-1].strip())
+        raise ProgramFailure(error)
+
+    def script(self, stdin: str) -> dict[str, Any]:
+        return self._ask({"op": "script", "source": self.source, "stdin": stdin}, self._limit())
+
+
+def _outcome_of_error(index: int, error: BaseException, runtime: float) -> TestOutcome:
+    if isinstance(error, ProgramTimeout):
+        return TestOutcome(index, "timeout", str(error), runtime)
+    if isinstance(error, AssertionError):
+        return TestOutcome(
+            index, "failed", f"assertion failed{': ' + str(error) if str(error) else ''}", runtime
+        )
+    return TestOutcome(index, "error", _snippet(f"{type(error).__name__}: {error}"), runtime)
+
+
+def _run_stdio(program: _Program, tests: StdioTests, tolerance: float) -> list[TestOutcome]:
+    outcomes = []
+    for index, (stdin, expected) in enumerate(tests.cases):
+        started = time.monotonic()
+        try:
+            reply = program.script(stdin)
+        except (ProgramTimeout, ProgramFailure) as error:
+            outcomes.append(_outcome_of_error(index, error, time.monotonic() - started))
+            continue
+        runtime = reply.get("runtime_s", time.monotonic() - started)
+        if not reply.get("ok"):
+            program.load_error = f"{reply.get('kind')}: {reply.get('error')}"
+            raise ProgramFailure(program.load_error)
+        if reply["timed_out"]:
+            outcomes.append(TestOutcome(index, "timeout", "the program ran past its time limit", runtime))
+        elif reply["output_truncated"]:
+            outcomes.append(TestOutcome(index, "failed", "output exceeded the size limit", runtime))
+        elif reply["exit_code"] != 0:
+            reason = f"exited with code {reply['exit_code']}: {_snippet(reply['stderr'])}"
+            outcomes.append(TestOutcome(index, "error", reason, runtime))
+        elif stdout_matches(reply["stdout"], expected, tolerance):
+            outcomes.append(TestOutcome(index, "passed", None, runtime))
+        else:
+            reason = f"expected {_snippet(expected)!r}, got {_snippet(reply['stdout'])!r}"
+            outcomes.append(TestOutcome(index, "failed", reason, runtime))
+    return outcomes
+
+
+def _run_calls(program: _Program, tests: CallTests, tolerance: float) -> list[TestOutcome]:
+    outcomes = []
+    for index, (arguments, expected) in enumerate(tests.cases):
+        started = time.monotonic()
+        try:
+            actual = program.call(tests.fn_name, arguments, {})
+        except (ProgramTimeout, Exception) as error:  # noqa: BLE001 - whatever the program raised fails the test
+            outcomes.append(_outcome_of_error(index, error, time.monotonic() - started))
+            continue
+        runtime = time.monotonic() - started
+        if call_output_matches(actual, expected, tolerance):
+            outcomes.append(TestOutcome(index, "passed", None, runtime))
+        else:
+            reason = f"expected {_snippet(expected)}, got {_snippet(actual)}"
+            outcomes.append(TestOutcome(index, "failed", reason, runtime))
+    return outcomes
+
+
+_WRAPPER = """
+try:
+    __rewardlab_begin({index})
+except __rewardlab_budget:
+    raise
+except BaseException as __rewardlab_error:
+    __rewardlab_record({index}, __rewardlab_error)
+else:
+    __rewardlab_record({index}, None)
+"""
+
+
+@functools.lru_cache(maxsize=256)
+def _instrumented(tests: AssertTests) -> types.CodeType:
+    """The test code, compiled, with each counted statement wrapped so its outcome is recorded on
+    its own. Cached: the G rollouts of one prompt share their tests."""
+    module = ast.parse(tests.code)
+    counted = {ast.dump(statement) for statement in assert_statements(tests)}
+    body_owner = module
+    if tests.has_check:
+        body_owner = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    wrapped, index = [], 0
+    for statement in body_owner.body:
+        if ast.dump(statement) in counted:
+            wrapper = ast.parse(_WRAPPER.format(index=index)).body[0]
+            wrapper.body.append(statement)
+            wrapped.append(wrapper)
+            index += 1
+        else:
+            wrapped.append(statement)
+    body_owner.body = wrapped
+    return compile(ast.fix_missing_locations(module), "<tests>", "exec")
+
+
+def _run_asserts(program: _Program, tests: AssertTests) -> list[TestOutcome]:
+    count = tests.count
+    outcomes: dict[int, TestOutcome] = {}
+    started: dict[int, float] = {}
+
+    def begin(index: int) -> None:
+        started[index] = time.monotonic()
+
+    def record(index: int, error: BaseException | None) -> None:
+        runtime = time.monotonic() - started.get(index, time.monotonic())
+        outcomes[index] = (
+            TestOutcome(index, "passed", None, runtime)
+            if error is None
+            else _outcome_of_error(index, error, runtime)
+        )
+
+    def candidate(*args: Any, **kwargs: Any) -> Any:
+        return program.call(tests.entry_point, list(args), kwargs)
+
+    namespace: dict[str, Any] = {
+        "__name__": "__rewardlab_tests__",
+        "__rewardlab_begin": begin,
+        "__rewardlab_record": record,
+        "__rewardlab_budget": BudgetSpent,
+        tests.entry_point: candidate,
+    }
+    stopped_by: str | None = None
+    if tests.setup:
+        # Helpers that fail to define surface as NameErrors in the tests that need them.
+        with contextlib.suppress(Exception):
+            exec(compile(tests.setup, "<setup>", "exec"), namespace)
+        namespace[tests.entry_point] = candidate  # the prompt's stub of the function is not the program
+    try:
+        exec(_instrumented(tests), namespace)
+        if tests.has_check:
+            namespace["check"](candidate)
+    except BudgetSpent:
+        stopped_by = "the program's total time budget is spent"
+    except Exception as error:  # noqa: BLE001 - a test's own setup failing fails the tests after it
+        stopped_by = f"test setup raised {_snippet(f'{type(error).__name__}: {error}')}"
+    outcome = "timeout" if stopped_by and "budget" in stopped_by else "error"
+    return [
+        outcomes.get(index) or TestOutcome(index, outcome, stopped_by or "not run") for index in range(count)
+    ]
+
+
+def run_program(
+    source: str,
+    tests: ProgramTests,
+    sandbox: Sandbox,
+    *,
+    test_timeout_s: float,
+    total_timeout_s: float,
+    tolerance: float,
+) -> ProgramReport:
+    """Run ``source`` against ``tests`` and report every test's outcome."""
+    program = _Program(source, sandbox, test_timeout_s, time.monotonic() + total_timeout_s)
+    report = ProgramReport()
+    try:
+        if isinstance(tests, StdioTests):
+            report.outcomes = _run_stdio(program, tests, tolerance)
+        elif isinstance(tests, CallTests):
+            report.outcomes = _run_calls(program, tests, tolerance)
+        else:
+            report.outcomes = _run_asserts(program, tests)
+    except (ProgramFailure, ProgramTimeout, BudgetSpent) as error:
+        reason = program.load_error or str(error) or "the program's total time budget is spent"
+        kind = "timeout" if isinstance(error, ProgramTimeout | BudgetSpent) else "error"
+        done = len(report.outcomes)
+        report.outcomes += [TestOutcome(index, kind, reason) for index in range(done, tests.count)]
+    finally:
+        program.close()
+    if program.load_error is not None:
+        # A program that does not load fails every test for the same reason.
+        report.load_error = program.load_error
+        report.outcomes = [
+            TestOutcome(o.index, "error", program.load_error, o.runtime_s) for o in report.outcomes
+        ]
+    report.output_tail = program.output_tail
+    return report

@@ -1,0 +1,190 @@
+"""`CodeExecutionReward`: the fraction of tests a completion's program passes, run in a sandbox.
+
+Each sample becomes one job in a pool of trusted worker processes. A job starts a sandboxed
+runner (see `sandbox`), loads the program once, and runs every test of that program through it
+(stdin/stdout tests in a forked child each, call and assert tests as calls into the loaded
+program), so a program with many tests pays for one sandbox and one interpreter start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any, Literal
+
+from rewardlab.rewards.code.cases import ProgramTests, read_tests
+from rewardlab.rewards.code.extract import BlockChoice, extract_program
+from rewardlab.rewards.code.harness import STARTUP_ALLOWANCE_S, ProgramReport, run_program
+from rewardlab.rewards.code.sandbox import Isolation, Sandbox, SandboxLimits
+from rewardlab.rewards.code.session import adopt_orphans, reap_orphans
+from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
+from rewardlab.rewards.process_pool import KillableProcessPool, TaskFailed, TaskTimeout, WorkerCrashed
+
+LANGUAGES = ("python",)
+MAX_DETAILED_TESTS = 50
+
+
+def execute(
+    source: str, tests: ProgramTests, sandbox: Sandbox, limits: tuple[float, float, float]
+) -> ProgramReport:
+    """One sample's job, run in a pool worker (a process that does nothing else).
+
+    ``limits`` is (test timeout, total timeout, float tolerance).
+    """
+    test_timeout_s, total_timeout_s, tolerance = limits
+    adopt_orphans()
+    try:
+        return run_program(
+            source,
+            tests,
+            sandbox,
+            test_timeout_s=test_timeout_s,
+            total_timeout_s=total_timeout_s,
+            tolerance=tolerance,
+        )
+    finally:
+        reap_orphans()
+
+
+class CodeExecutionReward(Reward):
+    """Run the completion's program against the sample's tests in a sandbox.
+
+    Args:
+        language: The program's language; ``"python"`` (a runner per language plugs in here).
+        block: Which fenced block is the program when there are several: ``"last"`` (default),
+            ``"first"``, ``"longest"`` or ``"all"``.
+        block_name: Prefer the block whose info string names this file.
+        allow_unfenced: With no fenced block, run the whole completion (default False).
+        completion_continues_prompt: The completion continues code in the prompt (HumanEval
+            with a base model): the program is prompt + completion, unfenced.
+        aggregate: ``"fraction"`` of tests passed (default) or ``"all"`` (1.0 only if every test
+            passes).
+        test_timeout_s: Wall-clock limit of one test (default 3.0). A test that exceeds it fails
+            as ``timeout``: a slow program is a wrong program, not a missing score.
+        total_timeout_s: Wall-clock limit of one program over all its tests (default 30.0).
+        float_tolerance: Relative and absolute tolerance for numbers in outputs (default 1e-6).
+        isolation: ``"bwrap"`` (default) or ``"unsafe_local"`` (no isolation; trusted code only).
+        limits: Resource limits (`SandboxLimits` fields as a mapping, or an instance).
+        workers: Programs run at once (default: the number of CPUs).
+        name: Name in logs and breakdowns.
+
+    Tests come from the sample's fields; see `cases` for the formats (HumanEval, MBPP, APPS /
+    TACO / CodeContests, plain input/output lists). ``Score.details`` lists each test's outcome,
+    runtime and the reason for each failure; a program that does not compile or crashes on
+    import fails every test and says why in ``reason``.
+    """
+
+    def __init__(
+        self,
+        *,
+        language: str = "python",
+        block: BlockChoice = "last",
+        block_name: str | None = None,
+        allow_unfenced: bool = False,
+        completion_continues_prompt: bool = False,
+        aggregate: Literal["fraction", "all"] = "fraction",
+        test_timeout_s: float = 3.0,
+        total_timeout_s: float = 30.0,
+        float_tolerance: float = 1e-6,
+        isolation: Isolation = "bwrap",
+        limits: SandboxLimits | Mapping[str, int] | None = None,
+        workers: int | None = None,
+        name: str = "code_execution",
+    ):
+        if language not in LANGUAGES:
+            raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
+        if aggregate not in ("fraction", "all"):
+            raise ValueError(f"aggregate must be 'fraction' or 'all', got {aggregate!r}")
+        if test_timeout_s <= 0 or total_timeout_s <= 0:
+            raise ValueError("timeouts must be positive")
+        if isinstance(limits, Mapping):
+            limits = replace(SandboxLimits(), **limits)
+        self.sandbox = Sandbox(isolation=isolation, limits=limits or SandboxLimits())
+        self.sandbox.check()
+        self.language = language
+        self.block = block
+        self.block_name = block_name
+        self.allow_unfenced = allow_unfenced
+        self.completion_continues_prompt = completion_continues_prompt
+        self.aggregate = aggregate
+        self.test_timeout_s = test_timeout_s
+        self.total_timeout_s = total_timeout_s
+        self.float_tolerance = float_tolerance
+        self.workers = workers or os.cpu_count() or 1
+        self.name = name
+        self._pool: KillableProcessPool | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_pool": None}
+
+    @property
+    def pool(self) -> KillableProcessPool:
+        if self._pool is None:
+            self._pool = KillableProcessPool(self.workers, preload=["rewardlab.rewards.code.harness"])
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def _program(self, sample: Sample) -> tuple[str | None, str]:
+        if self.completion_continues_prompt:
+            return sample.prompt_text + sample.completion_text, "prompt_and_completion"
+        found = extract_program(
+            sample.completion_text,
+            language=self.language,
+            block=self.block,
+            block_name=self.block_name,
+            allow_unfenced=self.allow_unfenced,
+        )
+        return found.source, found.method
+
+    async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
+        return list(await asyncio.gather(*(self._score_one(sample, i) for i, sample in enumerate(samples))))
+
+    async def _score_one(self, sample: Sample, index: int) -> Score:
+        try:
+            tests = read_tests(sample.fields, sample.prompt_text)
+        except InvalidInput as error:
+            return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+        source, method = self._program(sample)
+        details: dict[str, Any] = {"extraction": method, "tests_total": tests.count}
+        if source is None or not source.strip():
+            return Score(value=0.0, reason="no program found in the completion", details=details)
+        budget = self.total_timeout_s + STARTUP_ALLOWANCE_S * 2
+        job = (source, tests, self.sandbox, (self.test_timeout_s, self.total_timeout_s, self.float_tolerance))
+        try:
+            report = await self.pool.run(execute, *job, budget_s=budget)
+        except TaskTimeout as error:
+            return Score.failure(Status.TIMEOUT, f"the execution harness {error}", details=details)
+        except (TaskFailed, WorkerCrashed) as error:
+            return Score.failure(Status.ERROR, f"the execution harness failed: {error}", details=details)
+        return self._score(report, tests.count, details)
+
+    def _score(self, report: ProgramReport, total: int, details: dict[str, Any]) -> Score:
+        passed = report.passed
+        fraction = passed / total
+        value = fraction if self.aggregate == "fraction" else float(passed == total)
+        failures = [o for o in report.outcomes if o.outcome != "passed"]
+        reason = None
+        if report.load_error:
+            reason = report.load_error
+        elif failures:
+            first = failures[0]
+            reason = f"{passed}/{total} tests passed; test {first.index} {first.outcome}: {first.reason}"
+        details.update(
+            tests_passed=passed,
+            tests=[o.to_dict() for o in report.outcomes[:MAX_DETAILED_TESTS]],
+            output_tail=report.output_tail,
+        )
+        if report.load_error:
+            details["load_error"] = report.load_error
+        return Score(
+            value=value,
+            breakdown={"pass_fraction": fraction, "all_passed": float(passed == total)},
+            reason=reason,
+            details=details,
+        )
