@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rewardlab.rewards.math.expression import Node, Unsupported, evaluate, parse_expression
+from rewardlab.rewards.math.expression import Node, Unsupported, evaluate, parse_expression, variables
 from rewardlab.rewards.math.normalize import EMPTY_SET, Normalized, normalize
 from rewardlab.rewards.math.units import Unit
 
@@ -26,6 +26,14 @@ _CHOICE_PREFIX = re.compile(r"^\(?([A-E])(?:\)|\.|:|\s|$)")
 _CHOICE_LAST = re.compile(r"(?:^|[\s(])\(?([A-E])\)?\.?$")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL)
 _HEDGE = re.compile(r"\bor\b|\\lor(?![a-zA-Z])|\\vee(?![a-zA-Z])")
+_ENVIRONMENT = re.compile(r"\\begin\{([pbvBV]?matrix|array)\}.*?\\end\{\1\}", re.DOTALL)
+_SUBSCRIPT = re.compile(r"_\{[^{}]*\}")
+# Notation that states several things at once (implications, cases, struck-out values, line
+# breaks): a CAS would keep the last part, so such an answer is never read as one value.
+_SEVERAL_STATEMENTS = re.compile(
+    r"\\(?:to|rightarrow|Rightarrow|longrightarrow|implies|iff|Leftrightarrow|equiv|sim|mid|hspace|"
+    r"cancel|bcancel|xcancel|sout|not)(?![a-zA-Z])|\\begin\{cases\}|:=|∨|⁄|&|\\\\"
+)
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})\s*(?:([ap])\.?\s*m?\.*)?$", re.IGNORECASE)
 _INFINITY = re.compile(r"^([+-]?)\s*(?:\\infty|∞|\\inf|infinity|inf)$")
 _MEMBERSHIP = re.compile(r"^[a-zA-Z]\s*\\in\s+")
@@ -108,9 +116,14 @@ class Text:
 @dataclass(frozen=True, slots=True)
 class Hedged:
     """Several alternatives offered as one answer ("2 or 3"), or an answer that contradicts
-    itself ("x = 7 = 11"): never a correct answer."""
+    itself ("x = 7 = 11"): never a correct single answer.
+
+    ``alternatives`` holds the parsed parts of an "a or b" answer, which can still match a gold
+    answer that lists several solutions ("x = 2 or x = 3" for "2, 3").
+    """
 
     text: str
+    alternatives: tuple = ()
 
 
 Answer = (
@@ -155,15 +168,23 @@ def _choice(text: str) -> Choice | None:
     return Choice(match.group(1).upper()) if match else None
 
 
+def _states_several(text: str) -> bool:
+    """Several statements in one answer (see `_SEVERAL_STATEMENTS`); a matrix's ``&`` and ``\\\\``
+    and a limit's ``_{x \\to 0}`` do not count."""
+    return bool(_SEVERAL_STATEMENTS.search(_SUBSCRIPT.sub("", _ENVIRONMENT.sub(" ", text))))
+
+
 def parse_answer(raw: str, choice_expected: bool = False) -> Answer:
     """The shape and content of an answer, or raise `Unsupported` / `InvalidAnswer`."""
     if len(raw) > MAX_ANSWER_CHARS:
         raise InvalidAnswer(f"answer is longer than the {MAX_ANSWER_CHARS}-character limit")
     cleaned = normalize(raw)
     text = cleaned.text
-    if _HEDGE.search(text):
+    if _states_several(text):
+        return Hedged(text)
+    if cleaned.hedged or _HEDGE.search(text):
         intervals = _inequality_union(text)
-        return intervals if intervals is not None else Hedged(text)
+        return intervals if intervals is not None else Hedged(text, _alternatives(text))
     if choice_expected and (choice := _choice(text)) is not None:
         return choice
     return _parse_shape(text, cleaned)
@@ -192,8 +213,7 @@ def _parse_shape(text: str, cleaned: Normalized) -> Answer:
         return _approximation(text, cleaned)
     sides = split_top_level(text, "=")
     if len(sides) == 2:
-        left, right = (parse_expression(side.strip()) for side in sides)
-        return Equation(left, right)
+        return _equation(*(parse_expression(side.strip()) for side in sides), text=text)
     if len(sides) > 2:
         return _chain([side.strip() for side in sides])
     if text[0] in "([" and text[-1] in ")]" and _balanced_inside(text):
@@ -289,6 +309,32 @@ def _numeric(node: Node) -> complex | None:
         return complex(evaluate(node))
     except (Unsupported, ZeroDivisionError, OverflowError, ValueError):
         return None
+
+
+def _alternatives(text: str) -> tuple:
+    """The parts of "a or b", parsed; empty when any part is not a plain answer."""
+    alternatives = []
+    for part in _HEDGE.split(text):
+        try:
+            parsed = _parse_shape(part.strip(), normalize(part.strip()))
+        except (Unsupported, ValueError, ZeroDivisionError, OverflowError):
+            return ()
+        if not isinstance(parsed, Scalar | Equation):
+            return ()
+        alternatives.append(parsed)
+    return tuple(alternatives)
+
+
+def _equation(left: Node, right: Node, text: str) -> Answer:
+    """``x = 5`` is an equation; ``7 - 5 = 2`` is the value 2, and ``100 = 2`` contradicts itself."""
+    if variables(left) or variables(right):
+        return Equation(left, right)
+    left_value, right_value = _numeric(left), _numeric(right)
+    if left_value is None or right_value is None:
+        return Equation(left, right)
+    if abs(left_value - right_value) > 1e-9 * max(1.0, abs(left_value)):
+        return Hedged(text)
+    return Scalar(right)
 
 
 def _chain(sides: list[str]) -> Answer:

@@ -146,15 +146,28 @@ def _scalars_equal(gold: Scalar, pred: Scalar) -> Verdict:
         if radians.radians or _uses_pi(radians.node):
             in_radians = ("mul", degrees.node, ("div", ("const", "pi"), ("num", Fraction(180), 0)))
             return expressions_equal(in_radians, radians.node)
+    hundred = ("num", Fraction(100), 0)
     candidates = [pred.node]
-    if gold.percent != pred.percent:
-        # "50%" and "0.5" name the same quantity; so do "50%" and "50" when the unit is implied.
-        hundred = ("num", Fraction(100), 0)
-        candidates.append(("div", pred.node, hundred) if pred.percent else ("mul", pred.node, hundred))
+    if gold.percent and not pred.percent:
+        # "50%" is answered by "0.5", and by "50" with the unit implied.
+        candidates.append(("mul", pred.node, hundred))
+    elif pred.percent and not gold.percent:
+        # "50%" answers a gold of 0.5, and a gold of 50 stored without its sign. A gold of 1 or
+        # less is a fraction: "0.5%" (= 0.005) must not pass for 0.5.
+        candidates = [("div", pred.node, hundred)]
+        if _magnitude(gold.node) > 1:
+            candidates.append(pred.node)
     verdicts = [expressions_equal(gold.node, candidate) for candidate in candidates]
     if True in verdicts:
         return True
     return None if None in verdicts else False
+
+
+def _magnitude(node: Node) -> float:
+    try:
+        return abs(complex(evaluate(node)))
+    except (Unsupported, ZeroDivisionError, OverflowError, ValueError):
+        return 0.0
 
 
 def _single_variable(node: Node) -> bool:
@@ -300,9 +313,19 @@ def _same_endpoint(a: float, b: float) -> bool:
     return abs(a - b) <= EQUAL_RELATIVE * max(abs(a), abs(b))
 
 
+def _solutions(alternatives: tuple) -> tuple:
+    """"x = 2 or x = 3" as the solutions 2 and 3."""
+    return tuple(
+        Scalar(a.right) if isinstance(a, Equation) and _single_variable(a.left) else a for a in alternatives
+    )
+
+
 def answers_equal(gold: Answer, pred: Answer) -> Verdict:
     """Equivalence of a gold answer and a predicted one, by shape."""
     if isinstance(pred, Hedged):
+        if isinstance(gold, Collection) and len(gold.items) > 1 and pred.alternatives:
+            # "x = 2 or x = 3" lists solutions when the question has several.
+            return _unordered_equal(gold.items, _solutions(pred.alternatives))
         return None if isinstance(gold, Hedged) else False
     if isinstance(gold, Choice):
         return isinstance(pred, Choice) and pred.letter == gold.letter

@@ -321,7 +321,7 @@ class _Parser:
         """``0.1\\overline{6}`` = 1/6: the digits under the bar repeat forever."""
         self.take()
         repeating = self.digits_argument()
-        if "." not in text:
+        if "." not in text or "e" in text.lower():
             raise Unsupported("a repeating part needs a decimal point before it")
         places = len(text.split(".", 1)[1])
         period = Fraction(int(repeating), 10**places * (10 ** len(repeating) - 1))

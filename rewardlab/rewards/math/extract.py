@@ -35,10 +35,12 @@ _CONCLUSION = re.compile(
     r"\b(?:therefore|thus|so|hence|in total|in conclusion|finally)\b,?\s*", re.IGNORECASE
 )
 _LONE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*\\?%)?(?![\w.]*\d)")
+_VERB = re.compile(r"\b(?:is|are|equals|was|were|be)\s+", re.IGNORECASE)
+_HEDGE_WORDS = re.compile(r"\b(?:or|otherwise|alternatively|either|unless)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[^\s.])\.\s+(?=[A-Z])")
 MAX_CONCLUSION_LINE = 300
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_PLACEHOLDER = re.compile(r"^\s*(?:\\phantom\{.*\}|\\quad|\\;|\s)*$")
+_PLACEHOLDER = re.compile(r"^\s*(?:\\phantom\{[^{}]*\}|\\quad|\\;|\s)*$")
 MAX_FINAL_LINE = 80
 MAX_BOX_CONTENT = 4096
 MAX_BOXES = 64
@@ -147,17 +149,32 @@ def narrow(sentence: str) -> str:
     return sentence
 
 
+def _whole_statement(line: str) -> str | None:
+    """A line that offers several values ("$2$ or $3$", "$x=2$ and $x=3$") is answered by all of
+    it, with the math unwrapped, not by one of its spans; None for a line with one value."""
+    outside_math = _MATH_SPAN.sub(lambda span: "#" * len(span.group()), line)
+    if len(list(_MATH_SPAN.finditer(line))) < 2 and not _HEDGE_WORDS.search(outside_math):
+        return None
+    # "The solutions are $x=2$ or $x=3$": what follows the first "is"/"are" states the values.
+    verb = _VERB.search(outside_math)
+    if verb is not None:
+        line = line[verb.end() :]
+    return _MATH_SPAN.sub(lambda span: f" {_span_content(span)} ", line).strip().rstrip(".")
+
+
 def _after_phrase(text: str) -> str | None:
     matches = list(_PHRASE.finditer(text))
     if not matches:
         return None
     rest = text[matches[-1].end() :]
+    # The answer's sentence ends at the line end or at a full stop before a new sentence.
+    line = _SENTENCE_END.split(rest.split("\n", 1)[0], maxsplit=1)[0]
+    if (statement := _whole_statement(line)) is not None:
+        return statement or None
     span = _MATH_SPAN.match(rest)
     if span is not None:
         # A math span may run over several lines ("Answer: $\n 9 \n$").
         return _span_content(span) or None
-    # The answer's sentence ends at the line end or at a full stop before a new sentence.
-    line = _SENTENCE_END.split(rest.split("\n", 1)[0], maxsplit=1)[0]
     return narrow(line) or None
 
 
@@ -187,6 +204,8 @@ def extract_answer(
         if conclusions and len(line) <= MAX_CONCLUSION_LINE:
             return Extraction(narrow(line[conclusions[-1].end() :]), "final_line")
         spans = list(_MATH_SPAN.finditer(line))
+        if (statement := _whole_statement(line)) is not None:
+            return Extraction(statement, "final_math")
         if spans:
             return Extraction(_span_content(spans[-1]), "final_math")
         if len(line) <= MAX_FINAL_LINE:

@@ -25,13 +25,26 @@ _PERCENT = re.compile(r"\s*(?:\\?%|\bpercent\b)\s*$")
 _TEXT_COMMAND = re.compile(
     r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname|textnormal|mathit)\s*\{([^{}]*)\}"
 )
-_MULTIPLIER = re.compile(r"(?<=[\d}])\s*\b(thousand|million|billion|trillion)\b", re.IGNORECASE)
-_MULTIPLIERS = {"thousand": "3", "million": "6", "billion": "9", "trillion": "12"}
+_MULTIPLIER = re.compile(r"(?<=[\d}])\s*\b(hundred|thousand|million|billion|trillion)\b", re.IGNORECASE)
+_MULTIPLIERS = {"hundred": "2", "thousand": "3", "million": "6", "billion": "9", "trillion": "12"}
+# Words after a number that hedge or change it ("3 or more", "5 is wrong", "3 squared"): the
+# answer is then not the number, and stripping them as if they were a unit would pass it.
+_MEANING_WORDS = frozenset(
+    "or nor otherwise alternatively either unless if except between more less fewer greater "
+    "smaller larger least most over under than is are was were not wrong incorrect plus minus "
+    "times divided squared cubed dozen half twice double triple power root".split()
+)
+# Qualifiers that do not change the stated number.
+_QUALIFIERS = re.compile(
+    r"\(?\s*(?<![\\a-zA-Z])(?:approximately|approx|about|roughly|around|exactly)\b\.?\s*\)?", re.IGNORECASE
+)
+_MARKDOWN_EMPHASIS = re.compile(r"\*\*|__")
 # Trailing words after a quantity ("18 dollars"); a.m./p.m. stay, they change a time's value.
 _UNIT_WORDS = re.compile(r"(?<=[\d}).])(?:\s*(?![ap]\.?m\b)[a-zA-Z]{2,}(?:\s*\^\{?[23]\}?)?\.?)+\s*$", re.I)
 THOUSANDS = re.compile(r"^-?(?!0,)\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
-# "1,22" or "0,111": a comma that cannot separate thousands is a decimal comma ("1,2" stays a list).
-_DECIMAL_COMMA = re.compile(r"^-?\d+,(?:\d{2}|\d{4,})$|^-?0,\d+$")
+# "0,111": a comma after a leading zero is a decimal comma ("3,10" stays a list of two).
+_DECIMAL_COMMA = re.compile(r"^-?0,\d+$")
+_COMMANDS = re.compile(r"\\[a-zA-Z]+")
 _EMPTY_SET = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\\O|no solutions?|none|∅)$", re.IGNORECASE)
 EMPTY_SET = r"\emptyset"
 
@@ -45,6 +58,8 @@ class Normalized:
     degrees: bool = False
     radians: bool = False
     unit: Unit | None = None
+    #: Words that hedge or modify the answer were found ("3 or more", "5 is wrong").
+    hedged: bool = False
 
 
 def strip_delimiters(text: str) -> str:
@@ -72,6 +87,7 @@ def _strip_end(pattern: re.Pattern[str], text: str) -> tuple[str, bool]:
 def normalize(text: str) -> Normalized:
     """Clean an answer for comparison; see the module docstring for what is removed."""
     text = strip_delimiters(text)
+    text = re.sub(r"\\[lr]?vert\b|\\[lr]?Vert\b", "|", text)
     text = text.replace(r"\displaystyle", "").replace("−", "-").replace(r"\mathbb{R}", r"(-\infty,\infty)")
     text = re.sub(r",\s*\\!\s*", ",", text).replace(r"\!", "")
     text = _THOUSANDS_SPACING.sub("", text)
@@ -79,9 +95,12 @@ def normalize(text: str) -> Normalized:
     text = _SIZED.sub("", text)
     text = _FRAC.sub(r"\\frac", text)
     text = text.replace(r"\$", "").replace("$", "")
+    text = _MARKDOWN_EMPHASIS.sub("", text)
     text = text.replace(r"\{", "\0LB").replace(r"\}", "\0RB")
     text = _TEXT_COMMAND.sub(lambda m: f" {m.group(1).strip()} ", text)
+    text = _QUALIFIERS.sub(" ", text)
     text = re.sub(r"\s+", " ", text).strip().rstrip(".,;").strip()
+    hedged = any(word in _MEANING_WORDS for word in re.findall(r"[a-z]+", _COMMANDS.sub(" ", text.lower())))
     text = _TEMPERATURE.sub("", text)
     text, degrees = _strip_end(_DEGREES, text)
     if not degrees:
@@ -100,4 +119,4 @@ def normalize(text: str) -> Normalized:
     text = text.replace("\0LB", r"\{").replace("\0RB", r"\}")
     if _EMPTY_SET.match(text):
         text = EMPTY_SET
-    return Normalized(text, percent=percent, degrees=degrees, radians=radians, unit=unit)
+    return Normalized(text, percent=percent, degrees=degrees, radians=radians, unit=unit, hedged=hedged)

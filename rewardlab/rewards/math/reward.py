@@ -54,13 +54,14 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     predicted = _parsed(prediction, choice_expected)
     if isinstance(predicted, InvalidAnswer):
         raise predicted
-    if isinstance(predicted, Hedged):
-        return False, "the answer hedges between several values"
     if normalize(gold) == normalize(prediction) and not choice_expected:
         return True, None
     if isinstance(gold_answer, Exception) or isinstance(predicted, Exception):
         return None, None
-    return answers_equal(gold_answer, predicted), None
+    verdict = answers_equal(gold_answer, predicted)
+    if isinstance(predicted, Hedged) and not verdict:
+        return False, "the answer hedges between several values, or contradicts itself"
+    return verdict, None
 
 
 class MathAnswerReward(Reward):

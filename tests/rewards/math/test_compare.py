@@ -57,7 +57,8 @@ def verdict(gold, prediction):
         (r"5 \text{ cm}", r"5 \text{ m}", False),
         (r"3 \text{ hours}", r"180 \text{ minutes}", True),
         (r"2.5 \times 10^{6}", r"2.5 \text{ million}", True),
-        ("1000.99", "1000,99", True),  # a decimal comma
+        ("0.111", "0,111", True),  # a decimal comma after a leading zero
+        ("1000.99", "1000,99", False),  # otherwise a comma separates items: "3,10" is two numbers
         ("5 \\text{ cm}", "5", True),
         ("\\$18", "18 dollars", True),
     ],

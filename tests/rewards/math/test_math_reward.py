@@ -128,3 +128,56 @@ def test_built_from_config():
     reward = build({"type": "math_answer", "box_choice": "last", "cas_budget_s": 2})
     assert isinstance(reward, MathAnswerReward) and reward.box_choice == "last"
     assert reward.score([Sample(completion=r"\boxed{1} \boxed{2}", reference="2")])[0].value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("reference", "completion"),
+    [
+        ("2", r"\boxed{2 \text{ or three}}"),
+        ("5", r"\boxed{5 \text{ is wrong}}"),
+        ("3", r"\boxed{3 \text{ or more}}"),
+        ("3", "The answer is 3 or more."),
+        ("3", r"\boxed{3 \text{ squared}}"),
+        ("2", r"\boxed{100 = 2}"),
+        ("3", r"\boxed{7 - 5 = 3}"),
+        ("2", r"\boxed{3 \to 2}"),
+        ("2", r"\boxed{3 \Rightarrow 2}"),
+        ("2", r"\boxed{3 := 2}"),
+        ("2", r"\boxed{3 \\ 2}"),
+        ("2", r"\boxed{\cancel{3} 2}"),
+        ("2", r"\boxed{\begin{cases}3\\2\end{cases}}"),
+        ("2", "The answer is $2$ or $3$."),
+        ("2", r"Answer: $2$ \quad (alternatively $3$)"),
+        ("2", "Therefore the answer is 3 if n is odd and 2 otherwise."),
+        ("0.5", r"\boxed{0.5\%}"),  # 0.5% is 0.005
+        ("2", "\\boxed{2}\n\n\\boxed{\\phantom{a}3\\phantom{b}}"),
+        ("3,10", r"\boxed{3.1}"),  # a list of two is not a decimal
+        ("3", "The solutions are $x=2$ or $x=3$."),
+    ],
+)
+def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, completion):
+    result = score(reward, completion, reference)
+    assert result.ok and result.value == 0.0, (result.reason, result.details)
+
+
+@pytest.mark.parametrize(
+    ("reference", "completion"),
+    [
+        ("2, 3", r"\boxed{x = 2 \text{ or } x = 3}"),  # "or" between the solutions of the question
+        (r"\pm 2", r"\boxed{x=2 \text{ or } x=-2}"),
+        ("2, 3", "The solutions are $x=2$ or $x=3$."),
+        ("8", "The answer is **8**."),
+        ("3, 10", r"\boxed{3,10}"),
+        ("3", r"\boxed{3 \text{ (approximately)}}"),
+        ("300", r"\boxed{3 \text{ hundred}}"),
+        ("2", r"\boxed{7 - 5 = 2}"),
+        ("60", r"\boxed{60\%}"),
+        ("0.5", r"\boxed{50\%}"),
+        (r"(-\infty, 2) \cup (3, \infty)", r"\boxed{x<2 \text{ or } x>3}"),
+        ("|x|", r"\boxed{\vert x \vert}"),
+        (r"\begin{pmatrix} 2 & 0 \\ 0 & 2 \end{pmatrix}", r"\boxed{2\begin{pmatrix} 1 & 0 \\ 0 & 1 \end{pmatrix}}"),
+    ],
+)
+def test_legitimate_forms_pass(reward, reference, completion):
+    result = score(reward, completion, reference)
+    assert result.value == 1.0, (result.reason, result.details)
