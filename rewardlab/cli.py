@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rewardlab.offline.rows import FORMATS, Columns, InputError, open_rows
 from rewardlab.offline.runner import OutputError, RunOptions, ascore_rows, check_output
+from rewardlab.optional import MissingDependency
 from rewardlab.rewards.registry import ConfigError, build
 
 USAGE_ERROR = 2
@@ -150,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.run(args)
-    except (UsageError, InputError, OutputError) as error:
+    except (UsageError, InputError, OutputError, MissingDependency) as error:
         print(f"rewardlab {args.command}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
 

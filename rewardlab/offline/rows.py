@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rewardlab.optional import require
 from rewardlab.rewards.contract import REFERENCE_COLUMNS, Sample, Text
 
 Format = Literal["jsonl", "parquet", "dataset"]
@@ -221,8 +222,8 @@ def _check_columns(path: Path, names: Iterable[str], columns: Columns) -> None:
 
 
 def _parquet_source(path: Path, columns: Columns) -> RowSource:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = require("pyarrow", "reading Parquet input")
+    pq = require("pyarrow.parquet", "reading Parquet input")
 
     try:
         parquet = pq.ParquetFile(path)
@@ -234,7 +235,7 @@ def _parquet_source(path: Path, columns: Columns) -> RowSource:
 
 
 def _dataset_source(path: Path, columns: Columns, split: str | None) -> RowSource:
-    import datasets
+    datasets = require("datasets", "reading a saved dataset")
 
     try:
         loaded = datasets.load_from_disk(str(path))

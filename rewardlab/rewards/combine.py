@@ -26,12 +26,19 @@ def _total_usage(scores: Sequence[Score]) -> Usage | None:
     return total
 
 
+async def scores_or_failures(reward: Reward, samples: Sequence[Sample]) -> list[Score]:
+    """``reward.ascore(samples)``; if the reward raises (a bug), every sample gets status ``error``
+    instead of the exception reaching the other components and the trainer."""
+    try:
+        return check_batch(reward, samples, await reward.ascore(samples))
+    except Exception as error:  # noqa: BLE001 - a component's bug fails its scores, not the batch
+        reason = f"reward {reward.name!r} raised {type(error).__name__}: {error}"
+        return [Score.failure(Status.ERROR, reason) for _ in samples]
+
+
 async def _score_all(rewards: Mapping[str, Reward], samples: Sequence[Sample]) -> dict[str, list[Score]]:
-    results = await asyncio.gather(*(reward.ascore(samples) for reward in rewards.values()))
-    return {
-        name: check_batch(reward, samples, scores)
-        for (name, reward), scores in zip(rewards.items(), results, strict=True)
-    }
+    results = await asyncio.gather(*(scores_or_failures(reward, samples) for reward in rewards.values()))
+    return dict(zip(rewards, results, strict=True))
 
 
 class Combine(Reward):
@@ -42,7 +49,8 @@ class Combine(Reward):
         weights: Weight per component for ``mode="weighted_sum"`` (default 1.0 each).
         mode: ``"weighted_sum"`` or ``"min"`` (the worst component decides).
         gate: Optional reward that must pass for the others to count, e.g. accuracy only counts
-            when the format holds. It appears in the breakdown as ``gate/<its name>``.
+            when the format holds. It appears in the breakdown as ``gate/<its name>``. A gate
+            that does not apply to a sample is open; one that failed to score is closed.
         gate_threshold: The gate passes when its value is at least this (default 1.0).
         gate_fail_value: The combined value when the gate fails (default 0.0).
         on_component_failure: ``"fail"`` (default): if a component could not score a sample
@@ -166,9 +174,16 @@ class Combine(Reward):
             value = sum(self.weights[name] * v for name, v in counted.items())
         if gate is not None and gate.ok:
             breakdown[f"gate/{self.gate.name}"] = gate.value
-            if gate.value < self.gate_threshold:
-                value = self.gate_fail_value
-                details["gate_closed"] = True
+        # A gate that could not score (skipped above) is closed: nothing unverified gets through.
+        # One that does not apply to the sample is open.
+        gate_open = (
+            gate is None
+            or gate.status is Status.NOT_APPLICABLE
+            or (gate.ok and gate.value >= self.gate_threshold)
+        )
+        if not gate_open:
+            value = self.gate_fail_value
+            details["gate_closed"] = True
         return Score(value=value, breakdown=breakdown, reason=reason, usage=usage, details=details)
 
     def close(self) -> None:
@@ -249,7 +264,7 @@ class Route(Reward):
         async def run(key: str, indices: list[int]) -> None:
             reward = self.default if key == "\0default" else self.routes[key]
             subset = [samples[i] for i in indices]
-            results = check_batch(reward, subset, await reward.ascore(subset))
+            results = await scores_or_failures(reward, subset)
             label = "default" if key == "\0default" else key
             for index, score in zip(indices, results, strict=True):
                 breakdown = {label: score.value, **_prefixed(label, score.breakdown)} if score.ok else {}

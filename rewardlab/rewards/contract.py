@@ -67,25 +67,39 @@ class Usage:
         )
 
 
-def message_text(value: Text | None, roles: tuple[str, ...] = ("assistant",)) -> str:
+def message_text(
+    value: Text | None, roles: tuple[str, ...] = ("assistant",), field_name: str = "completion"
+) -> str:
     """Plain text of a prompt or completion given as a string or as chat messages.
 
     For messages, the contents of the given roles are joined with blank lines; list-of-parts
-    contents (``[{"type": "text", "text": ...}]``) contribute their text parts.
+    contents (``[{"type": "text", "text": ...}]``) contribute their text parts, and a message
+    without content (an assistant turn that only calls a tool) contributes nothing. Anything else
+    raises `InvalidInput` naming ``field_name``.
     """
     if value is None:
         return ""
     if isinstance(value, str):
         return value
+    if not isinstance(value, Sequence):
+        raise InvalidInput(field_name, f"must be text or a list of chat messages, got {type(value).__name__}")
     parts: list[str] = []
     for message in value:
+        if not isinstance(message, Mapping):
+            raise InvalidInput(field_name, f"chat messages must be mappings, got {type(message).__name__}")
         if roles and message.get("role") not in roles:
             continue
         content = message.get("content")
+        if content is None:
+            continue
         if isinstance(content, str):
             parts.append(content)
         elif isinstance(content, list):
-            parts.extend(p.get("text", "") for p in content if isinstance(p, Mapping))
+            parts.extend(
+                p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+            )
+        else:
+            raise InvalidInput(field_name, f"message content must be text, got {type(content).__name__}")
     return "\n\n".join(parts)
 
 
@@ -115,7 +129,7 @@ class Sample:
     @property
     def prompt_text(self) -> str:
         """The prompt as plain text (all message contents for a conversation)."""
-        return message_text(self.prompt, roles=())
+        return message_text(self.prompt, roles=(), field_name="prompt")
 
     def label(self, index: int | None = None) -> str:
         """How error messages refer to this sample: its id, else its position in the batch."""

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from rewardlab.rewards.contract import InvalidInput, RuleReward, Sample, Score
+from rewardlab.rewards.details import clipped
+from rewardlab.rewards.math.extract import boxed_answers, final_line
 
 _TAG_NAME = re.compile(r"[A-Za-z_][\w.-]*")
 
@@ -160,9 +162,7 @@ _DETAIL_CHARS = 1000
 
 
 def _clipped(text: str | None) -> str | None:
-    if text is None or len(text) <= _DETAIL_CHARS:
-        return text
-    return text[:_DETAIL_CHARS] + "…"
+    return clipped(text, _DETAIL_CHARS)
 
 
 class RegexMatchReward(RuleReward):
@@ -251,26 +251,9 @@ def extract_tagged(text: str, tag: str) -> str | None:
 
 
 def extract_last_boxed(text: str) -> str | None:
-    r"""Content of the last ``\boxed{...}``, braces balanced, or None when there is none or it is cut off."""
-    start = text.rfind("\\boxed{")
-    if start < 0:
-        return None
-    content_start = start + len("\\boxed{")
-    depth = 1
-    for position in range(content_start, len(text)):
-        if text[position] == "{":
-            depth += 1
-        elif text[position] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[content_start:position]
-    return None
-
-
-def extract_last_line(text: str) -> str | None:
-    """The last line that is not blank, or None for a blank text."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else None
+    r"""Content of the last ``\boxed{...}`` (braces balanced), or None when there is none."""
+    boxes = boxed_answers(text)
+    return boxes[-1][0] if boxes else None
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -368,7 +351,7 @@ class StringMatchReward(RuleReward):
             return extract_tagged(text, self.answer_tag)
         if self.extract == "boxed":
             return extract_last_boxed(text)
-        return extract_last_line(text)
+        return final_line(text)
 
     def _references(self, sample: Sample) -> list[str]:
         references = [] if sample.reference is None else [sample.reference]

@@ -13,6 +13,7 @@ from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
 from rewardlab.rewards.contract import InvalidInput, RuleReward, Sample, Score
+from rewardlab.rewards.details import clipped
 
 _FENCED_JSON = re.compile(r"```json[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 # Validation messages quote the offending instance, which can be the whole document.
@@ -20,7 +21,7 @@ _MESSAGE_CHARS = 300
 
 
 def _clipped(message: str) -> str:
-    return message if len(message) <= _MESSAGE_CHARS else message[:_MESSAGE_CHARS] + "…"
+    return clipped(message, _MESSAGE_CHARS)
 
 
 def load_validator(schema: Any, *, check_formats: bool) -> Validator:
@@ -93,12 +94,23 @@ class JsonSchemaReward(RuleReward):
             raise ValueError(f"extract must be 'auto', 'whole' or 'fenced', got {extract!r}")
         if max_errors < 1:
             raise ValueError(f"max_errors must be at least 1, got {max_errors}")
+        self.schema = schema
+        # Built here so that a bad schema is a config error now; rebuilt after unpickling
+        # (jsonschema validators hold closures that do not pickle).
         self.validator = None if schema is None else load_validator(schema, check_formats=check_formats)
         self.schema_field = schema_field
         self.extract = extract
         self.check_formats = check_formats
         self.max_errors = max_errors
         self.name = name
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "validator": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.schema is not None:
+            self.validator = load_validator(self.schema, check_formats=self.check_formats)
 
     def check(self, sample: Sample) -> Score:
         validator, schema_source = self._validator(sample)

@@ -87,6 +87,35 @@ class _Task:
     future: concurrent.futures.Future
 
 
+class LazyPool:
+    """A `KillableProcessPool` made on first use: thread-safe (rewards are called from several
+    threads), closed with its owner, and left behind when the owner is pickled (a copy makes its
+    own on first use)."""
+
+    def __init__(self, factory: Callable[[], KillableProcessPool]):
+        self.factory = factory
+        self._pool: KillableProcessPool | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> KillableProcessPool:
+        with self._lock:
+            if self._pool is None:
+                self._pool = self.factory()
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"factory": self.factory}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["factory"])
+
+
 class KillableProcessPool:
     """Run picklable top-level functions in worker processes, each call with its own time budget.
 
@@ -180,10 +209,18 @@ class KillableProcessPool:
                     continue
                 if not task.future.set_running_or_notify_cancel():
                     continue
-                if worker is None or not worker[0].is_alive():
+                try:
+                    if worker is None or not worker[0].is_alive():
+                        self._stop_worker(worker)
+                        worker = self._start_worker()
+                    worker = self._run(worker, task)
+                except BaseException as error:  # noqa: BLE001 - the thread must outlive any one task
+                    # A task that cannot be sent (unpicklable), or a worker that cannot start:
+                    # fail this task, start afresh for the next.
+                    if not task.future.done():
+                        task.future.set_exception(TaskFailed(f"{type(error).__name__}: {error}"))
                     self._stop_worker(worker)
-                    worker = self._start_worker()
-                worker = self._run(worker, task)
+                    worker = None
         finally:
             self._retire_worker(worker)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from rewardlab.optional import MissingDependency, missing_dependency
 from rewardlab.rewards.contract import Reward
 
 BUILTIN_REWARDS: dict[str, str] = {
@@ -75,7 +76,11 @@ def reward_class(short_name: str) -> type[Reward]:
     if short_name not in BUILTIN_REWARDS:
         raise KeyError(short_name)
     module_name, class_name = BUILTIN_REWARDS[short_name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        raise missing_dependency(error, f"the {short_name!r} reward") from None
+    return getattr(module, class_name)
 
 
 def load_config(source: Mapping[str, Any] | str | Path) -> dict[str, Any]:
@@ -113,6 +118,8 @@ def build(config: Mapping[str, Any] | str | Path, *, path: str = "") -> Reward:
         raise ConfigError(path, f"missing 'type'; one of: {', '.join(available())}")
     try:
         cls = reward_class(kind)
+    except MissingDependency as error:
+        raise ConfigError(path, str(error)) from None
     except KeyError:
         raise ConfigError(path, f"unknown reward type {kind!r}; one of: {', '.join(available())}") from None
     from_config = getattr(cls, "from_config", None)

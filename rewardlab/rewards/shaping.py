@@ -10,10 +10,12 @@ from __future__ import annotations
 import inspect
 import json
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
 
-from rewardlab.rewards.contract import InvalidInput, RuleReward, Sample, Score, Status
+from rewardlab.rewards.combine import scores_or_failures
+from rewardlab.rewards.contract import InvalidInput, Reward, RuleReward, Sample, Score, Status
+from rewardlab.rewards.registry import build, construct
 
 LengthUnit = Literal["tokens", "chars", "words"]
 _UNITS = ("tokens", "chars", "words")
@@ -233,9 +235,11 @@ class LengthReward(RuleReward):
 
     Kimi mode needs every response of a prompt in the same batch (as GRPO produces them): samples are
     grouped by ``fields[group_field]`` when present, else by identical prompt. Correctness comes from
-    ``fields[correct_field]`` (a bool, or 0/1) set by the caller, e.g. from an accuracy reward's
-    result; without it the sample is ``invalid_input``. A sample whose length cannot be measured makes
-    its whole group ``invalid_input``, since the group's length range is then unknown.
+    the ``correctness`` reward when one is given (e.g. ``{type: math_answer}`` in a config: a
+    response is correct when it scores at least ``correct_threshold``), else from
+    ``fields[correct_field]`` (a bool, or 0/1); without either the sample is ``invalid_input``.
+    A sample whose length cannot be measured makes its whole group ``invalid_input``, since the
+    group's length range is then unknown.
 
     Args:
         mode: ``"linear_target"``, ``"below_max"`` or ``"kimi"``.
@@ -245,7 +249,9 @@ class LengthReward(RuleReward):
         tokenizer: Anything with ``encode(text)``, for token counts when samples carry no
             ``fields["completion_ids"]``.
         correct_field: The `Sample.fields` key holding correctness in ``"kimi"`` mode (default
-            ``"correct"``).
+            ``"correct"``), used when there is no ``correctness`` reward.
+        correctness: A reward that decides correctness in ``"kimi"`` mode.
+        correct_threshold: The ``correctness`` value from which a response counts as correct.
         group_field: The `Sample.fields` key naming a sample's group in ``"kimi"`` mode (default
             ``"group_id"``).
         name: Stable name for logs and metrics.
@@ -266,9 +272,13 @@ class LengthReward(RuleReward):
         unit: LengthUnit = "tokens",
         tokenizer: Any | None = None,
         correct_field: str = "correct",
+        correctness: Reward | None = None,
+        correct_threshold: float = 1.0,
         group_field: str = "group_id",
         name: str = "length",
     ):
+        if correctness is not None and mode != "kimi":
+            raise ValueError(f"correctness has no meaning with mode={mode!r}")
         if mode not in ("linear_target", "below_max", "kimi"):
             raise ValueError(f"mode must be 'linear_target', 'below_max' or 'kimi', got {mode!r}")
         if mode == "linear_target" and (target_length is None or target_length <= 0):
@@ -284,8 +294,22 @@ class LengthReward(RuleReward):
         self.max_length = max_length
         self.units = CompletionUnits(unit, tokenizer)
         self.correct_field = correct_field
+        self.correctness = correctness
+        self.correct_threshold = correct_threshold
         self.group_field = group_field
         self.name = name
+
+    @classmethod
+    def from_config(cls, options: dict[str, Any], *, path: str) -> LengthReward:
+        """Build from a config; ``correctness`` may be a nested reward config."""
+        options = dict(options)
+        if isinstance(options.get("correctness"), Mapping):
+            options["correctness"] = build(options["correctness"], path=f"{path}.correctness".lstrip("."))
+        return construct(cls, options, path=path)
+
+    def close(self) -> None:
+        if self.correctness is not None:
+            self.correctness.close()
 
     def check(self, sample: Sample) -> Score:
         if self.mode == "kimi":
@@ -316,9 +340,10 @@ class LengthReward(RuleReward):
         groups: dict[tuple[str, str], list[int]] = defaultdict(list)
         for index, sample in enumerate(samples):
             groups[self._group_key(sample)].append(index)
+        checks = None if self.correctness is None else await scores_or_failures(self.correctness, samples)
         scores: list[Score | None] = [None] * len(samples)
         for members in groups.values():
-            for index, score in self._score_group(samples, members).items():
+            for index, score in self._score_group(samples, members, checks).items():
                 scores[index] = score
         return scores  # type: ignore[return-value]  # every index belongs to exactly one group
 
@@ -327,7 +352,9 @@ class LengthReward(RuleReward):
             return "group", str(sample.fields[self.group_field])
         return "prompt", json.dumps(sample.prompt, sort_keys=True, default=str)
 
-    def _score_group(self, samples: Sequence[Sample], members: list[int]) -> dict[int, Score]:
+    def _score_group(
+        self, samples: Sequence[Sample], members: list[int], checks: list[Score] | None
+    ) -> dict[int, Score]:
         scores: dict[int, Score] = {}
         lengths: dict[int, int] = {}
         for index in members:
@@ -357,8 +384,15 @@ class LengthReward(RuleReward):
                 "group_max_length": longest,
                 "lambda": weight,
             }
+            if checks is not None and not checks[index].ok:
+                check = checks[index]
+                reason = f"{sample.label(index)}: correctness unknown: {check.reason}"
+                scores[index] = Score.failure(check.status, reason, details=details)
+                continue
             try:
-                correct = self._correct(sample)
+                correct = (
+                    self._correct(sample) if checks is None else checks[index].value >= self.correct_threshold
+                )
             except InvalidInput as error:
                 scores[index] = Score.failure(
                     Status.INVALID_INPUT, f"{sample.label(index)}: {error}", details=details

@@ -28,7 +28,23 @@ class RewardFailed(RuntimeError):
 
 
 class RewardFunc:
-    """A rewardlab reward in TRL's reward-function contract (see `as_reward_func`)."""
+    """A rewardlab reward in TRL's reward-function contract (see `as_reward_func`).
+
+    Args:
+        reward: The reward to call.
+        on_error: What TRL receives for a sample that could not be scored (timeout, backend
+            error, invalid input): ``"none"`` (default), ``"value"`` (``error_value``) or
+            ``"raise"``. Not-applicable samples always get None. For rewards a policy could
+            game by producing unscorable answers (a CAS timeout is masked, a wrong answer is
+            not), ``"value"`` with ``error_value=0.0`` closes that door.
+        error_value: The value used with ``on_error="value"``.
+        reference_column: Dataset column holding the reference; by default the first present of
+            `REFERENCE_COLUMNS`.
+        id_column: Dataset column holding a stable sample id, if any.
+        log_components: Log the mean of each breakdown component as ``<name>/<component>`` and
+            the failure rate as ``<name>/failed_frac`` through TRL's ``log_metric``.
+        log_reasons: Add ``<name>/status`` and ``<name>/reason`` columns to TRL's completions table.
+    """
 
     def __init__(
         self,
@@ -152,35 +168,18 @@ class AsyncRewardFunc(RewardFunc):
         return self.values(scores)
 
 
-def as_reward_func(
-    reward: Reward,
-    *,
-    on_error: OnError = "none",
-    error_value: float = 0.0,
-    reference_column: str | None = None,
-    id_column: str = "id",
-    log_components: bool = True,
-    log_reasons: bool = True,
-    asynchronous: bool | None = None,
-) -> RewardFunc:
+def as_reward_func(reward: Reward, *, asynchronous: bool | None = None, **options: Any) -> RewardFunc:
     """Wrap a reward for TRL's ``reward_funcs``.
 
     Args:
         reward: Any rewardlab reward, e.g. a `Combine` built from YAML.
-        on_error: What TRL receives for a sample that could not be scored (timeout, backend
-            error, invalid input): ``"none"`` (default; TRL treats None as "no reward from this
-            function" and, when every function returns None, leaves the completion out of the
-            group baseline), ``"value"`` (``error_value``), or ``"raise"``. Not-applicable
-            samples always get None.
-        error_value: The value used with ``on_error="value"``.
-        reference_column: Dataset column holding the reference; by default the first present of
-            reference, answer, solution, ground_truth, gold, target.
-        id_column: Dataset column holding a stable sample id, if any.
-        log_components: Log the mean of each breakdown component as ``<name>/<component>`` and
-            the failure rate as ``<name>/failed_frac`` through TRL's ``log_metric``.
-        log_reasons: Add ``<name>/status`` and ``<name>/reason`` columns to TRL's completions table.
         asynchronous: Force the async (True) or sync (False) form; by default async exactly
-            when the reward is I/O bound.
+            when the reward waits on other processes or servers (``reward.io_bound``).
+        **options: `RewardFunc` options: ``on_error`` (``"none"``, the default: TRL receives None
+            for a sample that could not be scored, and leaves a completion that no reward could
+            score out of the group baseline; ``"value"``: ``error_value``; ``"raise"``),
+            ``error_value``, ``reference_column``, ``id_column``, ``log_components``,
+            ``log_reasons``.
 
     Example:
         >>> from rewardlab import build
@@ -191,13 +190,4 @@ def as_reward_func(
         [1.0]
     """
     use_async = reward.io_bound if asynchronous is None else asynchronous
-    kind = AsyncRewardFunc if use_async else RewardFunc
-    return kind(
-        reward,
-        on_error=on_error,
-        error_value=error_value,
-        reference_column=reference_column,
-        id_column=id_column,
-        log_components=log_components,
-        log_reasons=log_reasons,
-    )
+    return (AsyncRewardFunc if use_async else RewardFunc)(reward, **options)

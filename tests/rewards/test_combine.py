@@ -116,6 +116,29 @@ class Miscounting(Reward):
         return []
 
 
-def test_a_reward_that_breaks_the_one_score_per_sample_rule_is_caught():
-    with pytest.raises(RuntimeError, match="returned 0 scores for 1 samples"):
-        Combine({"m": Miscounting()}).score([Sample()])
+def test_a_reward_that_breaks_the_one_score_per_sample_rule_fails_its_scores():
+    [score] = Combine({"m": Miscounting(), "ok": Fixed("a")}).score([sample(a=1.0)])
+    assert score.status is Status.ERROR
+    assert "returned 0 scores for 1 samples" in score.reason and score.breakdown["ok"] == 1.0
+
+
+class Raising(Reward):
+    name = "raising"
+
+    async def ascore(self, samples):
+        raise KeyError("bug")
+
+
+def test_a_component_that_raises_fails_its_scores_not_the_batch():
+    combine = Combine({"bad": Raising(), "good": Fixed("a")}, on_component_failure="skip")
+    [score] = combine.score([sample(a=0.5)])
+    assert score.value == 0.5 and score.details["skipped"] == ["bad"]
+    [routed] = Route({"x": Raising()}, by="task").score([Sample(fields={"task": "x"})])
+    assert routed.status is Status.ERROR and "KeyError" in routed.reason
+
+
+def test_a_gate_that_cannot_score_is_closed_and_one_that_does_not_apply_is_open():
+    reward = Combine({"a": Fixed("a")}, gate=Fixed("fmt"), on_component_failure="skip")
+    broken, inapplicable = reward.score([sample(a=0.8, fmt="error"), sample(a=0.8, fmt="not_applicable")])
+    assert broken.value == 0.0 and broken.details["gate_closed"]
+    assert inapplicable.value == 0.8

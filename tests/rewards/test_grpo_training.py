@@ -98,4 +98,6 @@ def test_grpo_logs_rewardlab_components(tmp_path, tiny_causal_lm, tiny_tokenizer
         assert logged["mix/failed_frac"] == 0.0
     # The length term is a real function of the generated text, not a constant.
     lengths = [s.breakdown["length"] for _, scores in recorded.batches for s in scores]
+    texts = [s.completion_text for samples, _ in recorded.batches for s in samples]
     assert all(0.0 <= value <= 1.0 for value in lengths)
+    assert len({len(text) for text in texts}) == 1 or len(set(lengths)) > 1

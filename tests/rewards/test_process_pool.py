@@ -65,3 +65,32 @@ def test_closed_pool_refuses_work():
     pool.close()
     with pytest.raises(RuntimeError, match="closed"):
         pool.submit(pow, 1, 1, budget_s=1)
+
+
+def test_a_task_that_cannot_be_sent_fails_alone(pool):
+    with pytest.raises(TaskFailed, match=r"pickle|Pickling|attribute"):
+        pool.submit(lambda: 1, budget_s=5).result(timeout=30)
+    assert pool.submit(pow, 2, 3, budget_s=10).result(timeout=30) == 8
+
+
+def test_workers_do_not_rerun_an_unguarded_main_script(tmp_path):
+    # A training script without an `if __name__ == "__main__":` guard, run from a file and from
+    # stdin: its top level must run once, not again in every worker.
+    import subprocess
+    import sys
+
+    script = (
+        "print('top level ran')\n"
+        "from rewardlab.rewards.process_pool import KillableProcessPool\n"
+        "pool = KillableProcessPool(2)\n"
+        "print(sum(pool.submit(pow, 2, i, budget_s=30).result() for i in range(4)))\n"
+        "pool.close()\n"
+    )
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    for command, stdin in (([sys.executable, str(path)], None), ([sys.executable, "-"], script)):
+        result = subprocess.run(
+            command, input=stdin, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["top", "level", "ran", "15"]

@@ -318,3 +318,23 @@ def test_build_length():
     assert [s.value for s in reward.score(samples)] == [0.5, -0.5]
     with pytest.raises(ConfigError, match="target_length"):
         rewardlab.build({"type": "length", "mode": "linear_target"})
+
+
+def test_kimi_length_reward_takes_correctness_from_a_nested_reward():
+    reward = rewardlab.build(
+        {
+            "type": "length",
+            "mode": "kimi",
+            "unit": "chars",
+            "correctness": {"type": "string_match", "normalize": True},
+        }
+    )
+    group = [
+        Sample(prompt="q", completion="4", reference="4"),  # shortest and correct: lambda 0.5
+        Sample(prompt="q", completion="four!", reference="4"),  # longest and wrong: min(0, -0.5)
+        Sample(prompt="q", completion="44", reference="4"),  # wrong, lambda 0.25 -> 0
+    ]
+    scores = reward.score(group)
+    # lengths 1, 5, 2: lambda = 0.5 - (len - 1) / 4 -> 0.5, -0.5, 0.25
+    assert [s.value for s in scores] == [0.5, -0.5, 0.0]
+    assert [s.details["correct"] for s in scores] == [True, False, False]

@@ -170,6 +170,16 @@ def _from_cases(cases: list[tuple[Any, Any]], fn_name: str | None, field: str) -
     return StdioTests(tuple(stdio))
 
 
+def _decoded(value: Any, field: str) -> Any:
+    """A field that datasets store either as data or as its JSON text (APPS does the latter)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError as error:
+        raise InvalidInput(field, f"is not valid JSON: {error}") from None
+
+
 def read_tests(fields: Mapping[str, Any], prompt: str = "") -> ProgramTests:
     """The tests for one sample (see the module docstring), or `InvalidInput` naming the field.
 
@@ -184,23 +194,13 @@ def read_tests(fields: Mapping[str, Any], prompt: str = "") -> ProgramTests:
     if "test_list" in fields:
         return _mbpp(fields, trusted_setup(fields, prompt))
     if "input_output" in fields:
-        spec = fields["input_output"]
-        if isinstance(spec, str):
-            try:
-                spec = json.loads(spec)
-            except ValueError as error:
-                raise InvalidInput("fields.input_output", f"is not valid JSON: {error}") from None
+        spec = _decoded(fields["input_output"], "fields.input_output")
         if not isinstance(spec, Mapping):
             raise InvalidInput("fields.input_output", "must be a mapping with inputs and outputs")
         cases = _io_cases(spec.get("inputs"), spec.get("outputs"), "fields.input_output")
         return _from_cases(cases, spec.get("fn_name"), "fields.input_output")
     if "tests" in fields:
-        tests = fields["tests"]
-        if isinstance(tests, str):
-            try:
-                tests = json.loads(tests)
-            except ValueError as error:
-                raise InvalidInput("fields.tests", f"is not valid JSON: {error}") from None
+        tests = _decoded(fields["tests"], "fields.tests")
         if not isinstance(tests, list) or not all(isinstance(t, Mapping) and "input" in t for t in tests):
             raise InvalidInput("fields.tests", 'must be a list of {"input": ..., "output": ...}')
         cases = _io_cases([t["input"] for t in tests], [t.get("output") for t in tests], "fields.tests")

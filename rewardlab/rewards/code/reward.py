@@ -9,6 +9,7 @@ program), so a program with many tests pays for one sandbox and one interpreter 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -20,7 +21,13 @@ from rewardlab.rewards.code.harness import STARTUP_ALLOWANCE_S, ProgramReport, r
 from rewardlab.rewards.code.sandbox import Isolation, Sandbox, SandboxLimits
 from rewardlab.rewards.code.session import adopt_orphans, reap_orphans
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
-from rewardlab.rewards.process_pool import KillableProcessPool, TaskFailed, TaskTimeout, WorkerCrashed
+from rewardlab.rewards.process_pool import (
+    KillableProcessPool,
+    LazyPool,
+    TaskFailed,
+    TaskTimeout,
+    WorkerCrashed,
+)
 
 LANGUAGES = ("python",)
 MAX_DETAILED_TESTS = 50
@@ -114,21 +121,16 @@ class CodeExecutionReward(Reward):
         self.float_tolerance = float_tolerance
         self.workers = workers or os.cpu_count() or 1
         self.name = name
-        self._pool: KillableProcessPool | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_pool": None}
+        self._pool = LazyPool(
+            functools.partial(KillableProcessPool, self.workers, preload=["rewardlab.rewards.code.harness"])
+        )
 
     @property
     def pool(self) -> KillableProcessPool:
-        if self._pool is None:
-            self._pool = KillableProcessPool(self.workers, preload=["rewardlab.rewards.code.harness"])
-        return self._pool
+        return self._pool.get()
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        self._pool.close()
 
     def _program(self, sample: Sample) -> tuple[str | None, str]:
         if self.completion_continues_prompt:
@@ -148,9 +150,9 @@ class CodeExecutionReward(Reward):
     async def _score_one(self, sample: Sample, index: int) -> Score:
         try:
             tests = read_tests(sample.fields, sample.prompt_text)
+            source, method = self._program(sample)
         except InvalidInput as error:
             return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-        source, method = self._program(sample)
         details: dict[str, Any] = {"extraction": method, "tests_total": tests.count}
         if source is None or not source.strip():
             return Score(value=0.0, reason="no program found in the completion", details=details)

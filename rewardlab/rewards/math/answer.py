@@ -22,6 +22,7 @@ MAX_ITEMS = 64
 APPROXIMATION_TOLERANCE = 0.05
 
 _CHOICE = re.compile(r"^\(?\s*([A-Ea-e])\s*\)?$")
+_CHOICE_GOLD = re.compile(r"^\(?\s*([A-E])\s*\)?$")
 _CHOICE_PREFIX = re.compile(r"^\(?([A-E])(?:\)|\.|:|\s|$)")
 _CHOICE_LAST = re.compile(r"(?:^|[\s(])\(?([A-E])\)?\.?$")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL)
@@ -161,6 +162,11 @@ def _balanced_inside(text: str) -> bool:
             if depth == 0 and index != len(text) - 1:
                 return False
     return depth == 0
+
+
+def is_choice_letter(text: str) -> bool:
+    """A gold answer that is a multiple-choice letter ("B", "(C)"); lower case is not (e is a number)."""
+    return bool(_CHOICE_GOLD.match(text))
 
 
 def _choice(text: str) -> Choice | None:

@@ -314,7 +314,7 @@ def _same_endpoint(a: float, b: float) -> bool:
 
 
 def _solutions(alternatives: tuple) -> tuple:
-    """"x = 2 or x = 3" as the solutions 2 and 3."""
+    """ "x = 2 or x = 3" as the solutions 2 and 3."""
     return tuple(
         Scalar(a.right) if isinstance(a, Equation) and _single_variable(a.left) else a for a in alternatives
     )

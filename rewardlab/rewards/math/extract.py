@@ -92,6 +92,8 @@ def boxed_answers(text: str) -> list[tuple[str, int]]:
         group = _braced(text, match.end())
         if group is not None:
             content = group[0]
+        elif text.startswith("{", match.end()):
+            continue  # a box cut off before its closing brace holds no answer
         else:
             bare = re.match(r"[^\s$]+", text[match.end() :])
             if bare is None:
@@ -178,7 +180,8 @@ def _after_phrase(text: str) -> str | None:
     return narrow(line) or None
 
 
-def _final_line(text: str) -> str | None:
+def final_line(text: str) -> str | None:
+    """The last line that is not blank, stripped; None for a blank text."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else None
 
@@ -198,7 +201,7 @@ def extract_answer(
     tail = text[-TAIL_WINDOW:]
     if use_phrases and (answer := _after_phrase(tail)) is not None:
         return Extraction(answer, "answer_phrase")
-    line = _final_line(tail)
+    line = final_line(tail)
     if use_final_line and line is not None:
         conclusions = list(_CONCLUSION.finditer(line))
         if conclusions and len(line) <= MAX_CONCLUSION_LINE:

@@ -30,9 +30,48 @@ _MULTIPLIERS = {"hundred": "2", "thousand": "3", "million": "6", "billion": "9",
 # Words after a number that hedge or change it ("3 or more", "5 is wrong", "3 squared"): the
 # answer is then not the number, and stripping them as if they were a unit would pass it.
 _MEANING_WORDS = frozenset(
-    "or nor otherwise alternatively either unless if except between more less fewer greater "
-    "smaller larger least most over under than is are was were not wrong incorrect plus minus "
-    "times divided squared cubed dozen half twice double triple power root".split()
+    {
+        "or",
+        "nor",
+        "otherwise",
+        "alternatively",
+        "either",
+        "unless",
+        "if",
+        "except",
+        "between",
+        "more",
+        "less",
+        "fewer",
+        "greater",
+        "smaller",
+        "larger",
+        "least",
+        "most",
+        "over",
+        "under",
+        "than",
+        "is",
+        "are",
+        "was",
+        "were",
+        "not",
+        "wrong",
+        "incorrect",
+        "plus",
+        "minus",
+        "times",
+        "divided",
+        "squared",
+        "cubed",
+        "dozen",
+        "half",
+        "twice",
+        "double",
+        "triple",
+        "power",
+        "root",
+    }
 )
 # Qualifiers that do not change the stated number.
 _QUALIFIERS = re.compile(

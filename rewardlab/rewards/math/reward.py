@@ -13,50 +13,59 @@ import asyncio
 import concurrent.futures
 import functools
 import os
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
-from rewardlab.rewards.math.answer import Answer, Hedged, InvalidAnswer, parse_answer
+from rewardlab.rewards.math.answer import Answer, Hedged, InvalidAnswer, is_choice_letter, parse_answer
 from rewardlab.rewards.math.cas import CasVerdict, cas_equivalent
 from rewardlab.rewards.math.compare import answers_equal
 from rewardlab.rewards.math.expression import Unsupported
 from rewardlab.rewards.math.extract import BoxChoice, extract_answer, reference_answer
 from rewardlab.rewards.math.normalize import normalize
-from rewardlab.rewards.process_pool import KillableProcessPool, TaskFailed, TaskTimeout, WorkerCrashed
+from rewardlab.rewards.process_pool import (
+    KillableProcessPool,
+    LazyPool,
+    TaskFailed,
+    TaskTimeout,
+    WorkerCrashed,
+)
 
 Started = CasVerdict | tuple[Status, str] | concurrent.futures.Future
-_CHOICE_GOLD = re.compile(r"^\(?\s*([A-E])\s*\)?$")
 _VERDICT_CACHE_SIZE = 65536
 
 
+@dataclass(frozen=True, slots=True)
+class _Unparsed:
+    """Why the fast path could not read an answer (cached as a value, not as an exception)."""
+
+    message: str
+    too_large: bool
+
+
 @functools.lru_cache(maxsize=_VERDICT_CACHE_SIZE)
-def _parsed(text: str, choice_expected: bool) -> Answer | Exception:
+def _parsed(text: str, choice_expected: bool) -> Answer | _Unparsed:
     try:
         return parse_answer(text, choice_expected=choice_expected)
-    except (
-        Unsupported,
-        InvalidAnswer,
-        ValueError,
-        ZeroDivisionError,
-        OverflowError,
-        RecursionError,
-    ) as error:
-        return error
+    except InvalidAnswer as error:
+        return _Unparsed(str(error), too_large=True)
+    except (Unsupported, ValueError, ZeroDivisionError, OverflowError, RecursionError) as error:
+        return _Unparsed(str(error), too_large=False)
 
 
 @functools.lru_cache(maxsize=_VERDICT_CACHE_SIZE)
 def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
-    """(verdict or None when unsure, reason) from the fast path alone."""
-    choice_expected = bool(_CHOICE_GOLD.match(normalize(gold).text))
+    """(verdict or None when unsure, reason) from the fast path alone; raises `InvalidAnswer`
+    for an answer too large to verify."""
+    choice_expected = is_choice_letter(normalize(gold).text)
     gold_answer = _parsed(gold, choice_expected)
     predicted = _parsed(prediction, choice_expected)
-    if isinstance(predicted, InvalidAnswer):
-        raise predicted
+    if isinstance(predicted, _Unparsed) and predicted.too_large:
+        raise InvalidAnswer(predicted.message)
     if normalize(gold) == normalize(prediction) and not choice_expected:
         return True, None
-    if isinstance(gold_answer, Exception) or isinstance(predicted, Exception):
+    if isinstance(gold_answer, _Unparsed) or isinstance(predicted, _Unparsed):
         return None, None
     verdict = answers_equal(gold_answer, predicted)
     if isinstance(predicted, Hedged) and not verdict:
@@ -125,27 +134,22 @@ class MathAnswerReward(Reward):
         self.correct_value = correct_value
         self.incorrect_value = incorrect_value
         self.name = name
-        self._pool: KillableProcessPool | None = None
+        self._pool = LazyPool(
+            functools.partial(
+                KillableProcessPool,
+                self.cas_workers,
+                preload=["rewardlab.rewards.math.cas_warm"],
+                memory_limit_bytes=memory_limit_mb << 20,
+            )
+        )
         self._cas_cache: dict[tuple[str, str], CasVerdict] = {}
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Worker processes do not travel; a copy starts its own pool when it first needs one.
-        return {**self.__dict__, "_pool": None}
-
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        self._pool.close()
 
     @property
     def pool(self) -> KillableProcessPool:
-        if self._pool is None:
-            self._pool = KillableProcessPool(
-                self.cas_workers,
-                preload=["math_verify", "sympy"],
-                memory_limit_bytes=self.memory_limit_mb << 20,
-            )
-        return self._pool
+        return self._pool.get()
 
     def _verdict_score(self, verdict: bool, reason: str | None, details: dict[str, Any]) -> Score:
         value = self.correct_value if verdict else self.incorrect_value
@@ -189,6 +193,10 @@ class MathAnswerReward(Reward):
                 outcome = self._fast(sample, index)
             except InvalidInput as error:
                 scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+                continue
+            except Exception as error:  # noqa: BLE001 - one sample's bug must not sink the batch
+                reason = f"{sample.label(index)}: {type(error).__name__}: {error}"
+                scores[index] = Score.failure(Status.ERROR, reason)
                 continue
             if isinstance(outcome, Score):
                 scores[index] = outcome

@@ -72,10 +72,11 @@ def test_pathological_inputs_end_within_budget_with_a_status():
     elapsed = time.monotonic() - started
     reward.close()
     assert elapsed < 1.5 * 2 + 2.0, elapsed  # one budget per CAS comparison, two workers, plus start-up
-    assert scores[0].status in (Status.TIMEOUT, Status.OK, Status.ERROR)
-    assert scores[0].status is not Status.OK or scores[0].value == 0.0
+    # A power tower the fast path refuses and sympy cannot finish: the CAS budget ends it.
+    assert scores[0].status is Status.TIMEOUT and "budget" in scores[0].reason
     assert scores[1].status is Status.INVALID_INPUT and "2000-character limit" in scores[1].reason
-    assert scores[2].status in (Status.TIMEOUT, Status.OK, Status.ERROR, Status.INVALID_INPUT)
+    # 300 nested fractions are longer than any answer: refused before any parsing.
+    assert scores[2].status is Status.INVALID_INPUT
     assert scores[3].value == 1.0
 
 
@@ -102,10 +103,13 @@ def test_works_from_threads_and_from_a_running_event_loop(reward):
         thread.join()
 
     async def in_loop():
-        return await reward.ascore([Sample(completion=r"\boxed{\sum_{k=0}^{2} k^3}", reference="9")])
+        awaited = await reward.ascore([Sample(completion=r"\boxed{\sum_{k=0}^{2} k^3}", reference="9")])
+        # The sync form, called from inside a running loop (a notebook, an async trainer).
+        synchronous = reward.score([Sample(completion=r"\boxed{\sum_{k=0}^{3} k}", reference="6")])
+        return awaited[0].value, synchronous[0].value
 
     assert results == [1.0, 1.0, 1.0]
-    assert asyncio.run(in_loop())[0].value == 1.0
+    assert asyncio.run(in_loop()) == (1.0, 1.0)
 
 
 def test_identical_pairs_in_a_batch_are_compared_once(reward):
@@ -119,7 +123,6 @@ def test_identical_pairs_in_a_batch_are_compared_once(reward):
 def test_pickles_without_its_worker_pool(reward):
     reward.score([Sample(completion=r"\boxed{\sum_{k=1}^{2} k}", reference="3")])
     copy = pickle.loads(pickle.dumps(reward))
-    assert copy._pool is None
     assert copy.score([Sample(completion=r"\boxed{\sum_{k=1}^{3} k}", reference="6")])[0].value == 1.0
     copy.close()
 
@@ -175,7 +178,10 @@ def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, c
         ("0.5", r"\boxed{50\%}"),
         (r"(-\infty, 2) \cup (3, \infty)", r"\boxed{x<2 \text{ or } x>3}"),
         ("|x|", r"\boxed{\vert x \vert}"),
-        (r"\begin{pmatrix} 2 & 0 \\ 0 & 2 \end{pmatrix}", r"\boxed{2\begin{pmatrix} 1 & 0 \\ 0 & 1 \end{pmatrix}}"),
+        (
+            r"\begin{pmatrix} 2 & 0 \\ 0 & 2 \end{pmatrix}",
+            r"\boxed{2\begin{pmatrix} 1 & 0 \\ 0 & 1 \end{pmatrix}}",
+        ),
     ],
 )
 def test_legitimate_forms_pass(reward, reference, completion):

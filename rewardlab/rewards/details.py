@@ -1,0 +1,11 @@
+"""Keeping `Score.details` small: details are copied into every output row and log line, so text
+quoted from a completion (a regex match, a validation message) is clipped."""
+
+from __future__ import annotations
+
+
+def clipped(text: str | None, limit: int) -> str | None:
+    """``text`` cut to ``limit`` characters, marked with an ellipsis when cut."""
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + "…"

@@ -1,0 +1,91 @@
+"""Properties every built-in reward must have: it pickles (TRL ships reward functions to other
+processes), a malformed sample fails alone with a status, and threads can share it."""
+
+import pickle
+import threading
+
+import pytest
+
+from rewardlab import Sample, Status, build
+from rewardlab.rewards.registry import BUILTIN_REWARDS
+
+CONFIGS = {
+    "math_answer": {},
+    "think_answer_format": {},
+    "regex_match": {"pattern": "a+"},
+    "string_match": {},
+    "json_schema": {"schema": {"type": "object"}},
+    "soft_overlong": {"max_length": 20, "cache_length": 5, "unit": "chars"},
+    "repetition_penalty": {},
+    "length": {"mode": "linear_target", "target_length": 10, "unit": "chars"},
+    "instruction_following": {},
+    "code_execution": {},
+    "combine": {
+        "components": {"a": {"type": "length", "mode": "below_max", "max_length": 50, "unit": "chars"}}
+    },
+    "route": {
+        "routes": {"x": {"type": "repetition_penalty"}},
+        "default": {"type": "regex_match", "pattern": "b"},
+    },
+}
+SAMPLE = Sample(
+    prompt="p",
+    completion="<think>aa</think><answer>\\boxed{2}</answer> ```python\ndef f():\n    return 1\n```",
+    reference="2",
+    fields={
+        "instruction_id_list": ["punctuation:no_comma"],
+        "kwargs": [{}],
+        "tests": [{"input": [], "output": 1}],
+        "fn_name": "f",
+        "data_source": "x",
+    },
+)
+MALFORMED = [
+    Sample(completion=["not a message"], reference="2", fields=SAMPLE.fields),
+    Sample(completion=5, reference="2", fields=SAMPLE.fields),
+    Sample(completion=[{"role": "assistant", "content": 5}], reference="2", fields=SAMPLE.fields),
+]
+
+
+def test_every_builtin_has_a_config_here():
+    assert set(CONFIGS) == set(BUILTIN_REWARDS)
+
+
+@pytest.mark.parametrize("kind", sorted(BUILTIN_REWARDS))
+def test_pickles_and_scores_the_same_after(kind):
+    reward = build({"type": kind, **CONFIGS[kind]})
+    copy = pickle.loads(pickle.dumps(reward))
+    before, after = reward.score([SAMPLE])[0], copy.score([SAMPLE])[0]
+    reward.close()
+    copy.close()
+    assert (before.status, before.value) == (after.status, after.value)
+
+
+@pytest.mark.parametrize("kind", sorted(BUILTIN_REWARDS))
+def test_malformed_samples_fail_alone(kind):
+    reward = build({"type": kind, **CONFIGS[kind]})
+    scores = reward.score([*MALFORMED, SAMPLE])
+    reward.close()
+    assert len(scores) == 4
+    for score in scores[:3]:
+        assert score.status in (Status.INVALID_INPUT, Status.NOT_APPLICABLE), (kind, score)
+        assert score.value is None
+    assert scores[3].status is not Status.ERROR, scores[3]
+
+
+def test_threads_share_one_worker_pool():
+    reward = build({"type": "math_answer"})
+    pools = []
+    barrier = threading.Barrier(6)
+
+    def use():
+        barrier.wait()
+        pools.append(reward.pool)
+
+    threads = [threading.Thread(target=use) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reward.close()
+    assert len({id(pool) for pool in pools}) == 1
