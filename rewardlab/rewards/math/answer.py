@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rewardlab.rewards.math.expression import Node, Unsupported, evaluate, parse_expression, variables
+from rewardlab.rewards.math.evaluate import evaluate
+from rewardlab.rewards.math.expression import Node, Unsupported, parse_expression, variables
 from rewardlab.rewards.math.normalize import EMPTY_SET, Normalized, normalize
 from rewardlab.rewards.math.units import Unit
 
@@ -110,7 +111,7 @@ class Choice:
 
 
 @dataclass(frozen=True, slots=True)
-class Text:
+class Words:
     text: str
 
 
@@ -128,7 +129,7 @@ class Hedged:
 
 
 Answer = (
-    Scalar | Infinity | Equation | Bracketed | Collection | Union | Matrix | Clock | Choice | Text | Hedged
+    Scalar | Infinity | Equation | Bracketed | Collection | Union | Matrix | Clock | Choice | Words | Hedged
 )
 
 
@@ -235,7 +236,7 @@ def _parse_shape(text: str, cleaned: Normalized) -> Answer:
         return Collection(tuple(_scalar(item) for item in _plus_minus(text)), braces=False, text=text)
     if re.fullmatch(r"[A-Za-z]+(?:[ '.-][A-Za-z]+)*\.?", text) and re.search(r"[A-Za-z]{3,}", text):
         # Words ("east", "odd", "no real roots"), not a product of single-letter variables.
-        return Text(text.lower())
+        return Words(text.lower())
     return Scalar(parse_expression(text), cleaned.percent, cleaned.degrees, cleaned.radians, cleaned.unit)
 
 

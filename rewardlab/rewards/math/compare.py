@@ -33,10 +33,11 @@ from rewardlab.rewards.math.answer import (
     Infinity,
     Matrix,
     Scalar,
-    Text,
     Union,
+    Words,
 )
-from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, evaluate, variables
+from rewardlab.rewards.math.evaluate import evaluate
+from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, variables
 from rewardlab.rewards.math.normalize import THOUSANDS
 
 APPROXIMATION_DIGITS = 10
@@ -382,7 +383,7 @@ def _same_shape_equal(gold: Answer, pred: Answer) -> Verdict:
         return _ordered_equal([c for row in gold.rows for c in row], [c for row in pred.rows for c in row])
     if isinstance(gold, Infinity):
         return gold.sign == pred.sign
-    if isinstance(gold, Text):
+    if isinstance(gold, Words):
         return gold.text == pred.text
     if isinstance(gold, Clock):
         return gold.minutes == pred.minutes

@@ -1,38 +1,25 @@
-"""A small, conservative parser and evaluator for the LaTeX and plain-text expressions that make up
-most final answers: numbers, fractions, mixed numbers, roots, powers, pi, a few functions and
-single-letter variables.
+"""A small, conservative parser for the LaTeX and plain-text expressions that make up most final
+answers: numbers, fractions, mixed numbers, repeating decimals, roots, powers, pi, e, i, a few
+functions, binomials, absolute values and single-letter variables. `evaluate` computes the trees.
 
-It exists for speed: it settles the common cases in microseconds, where a full CAS round trip
-costs milliseconds. It is deliberately narrow. Anything it does not fully understand raises
-`Unsupported`, and the caller hands the pair to the CAS instead of guessing.
-
-Values are exact (`fractions.Fraction`) whenever the arithmetic allows, and complex floats
-otherwise (irrational roots, pi, transcendental functions).
+It exists for speed: with `evaluate` it settles the common cases in microseconds, where a full
+CAS round trip costs milliseconds. It is deliberately narrow. Anything it does not fully
+understand raises `Unsupported`, and the caller hands the pair to the CAS instead of guessing.
 """
 
 from __future__ import annotations
 
-import cmath
-import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-Value = Fraction | complex
-
 MAX_DEPTH = 40
-MAX_EXACT_EXPONENT = 512
-MAX_EXACT_BITS = 4096
-MAX_FACTORIAL = 3000
 MAX_DECIMAL_EXPONENT = 1000
-#: Exact intermediate results larger than this many bits are refused: a 2,000-character answer
-#: can otherwise multiply its way to megabit integers.
-MAX_RESULT_BITS = 1 << 16
 
 
 class Unsupported(ValueError):
-    """The text is outside what this parser handles with certainty; ask the CAS."""
+    """The text is outside what the fast path handles with certainty; ask the CAS."""
 
 
 _TOKEN = re.compile(
@@ -76,23 +63,24 @@ GREEK = frozenset(
     ]
 )
 CONSTANT_LETTERS = frozenset({"e", "i"})
-CONSTANTS: Mapping[str, complex] = {"pi": complex(math.pi), "e": complex(math.e), "i": 1j}
-FUNCTIONS: Mapping[str, Callable[[complex], complex]] = {
-    "sin": cmath.sin,
-    "cos": cmath.cos,
-    "tan": cmath.tan,
-    "sec": lambda x: 1 / cmath.cos(x),
-    "csc": lambda x: 1 / cmath.sin(x),
-    "cot": lambda x: 1 / cmath.tan(x),
-    "arcsin": cmath.asin,
-    "arccos": cmath.acos,
-    "arctan": cmath.atan,
-    "sinh": cmath.sinh,
-    "cosh": cmath.cosh,
-    "tanh": cmath.tanh,
-    "ln": cmath.log,
-    "exp": cmath.exp,
-}
+FUNCTIONS = frozenset(
+    {
+        "sin",
+        "cos",
+        "tan",
+        "sec",
+        "csc",
+        "cot",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "ln",
+        "exp",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,125 +439,3 @@ def decimal_digits(node: Node) -> int | None:
     if node[0] == "num" and node[2]:
         return len(str(abs(node[1] * 10 ** node[2]).numerator))
     return None
-
-
-def evaluate(node: Node, point: Mapping[str, complex] | None = None) -> Value:
-    """Value of a tree, exact where possible; variables take their values from ``point``."""
-    kind = node[0]
-    if kind == "num":
-        return node[1]
-    if kind == "var":
-        if point is None or node[1] not in point:
-            raise Unsupported(f"free variable {node[1]}")
-        return point[node[1]]
-    if kind == "const":
-        return CONSTANTS[node[1]]
-    if kind == "neg":
-        return -evaluate(node[1], point)
-    if kind == "func":
-        return FUNCTIONS[node[1]](complex(evaluate(node[2], point)))
-    if kind == "fact":
-        return _factorial(evaluate(node[1], point))
-    if kind == "abs":
-        value = evaluate(node[1], point)
-        return abs(value) if isinstance(value, Fraction) else complex(abs(value))
-    if kind == "binom":
-        return _binomial(evaluate(node[1], point), evaluate(node[2], point))
-    if kind == "root":
-        return _root(evaluate(node[1], point), evaluate(node[2], point))
-    left, right = evaluate(node[1], point), evaluate(node[2], point)
-    if kind == "add":
-        return _bounded(left + right)
-    if kind == "sub":
-        return _bounded(left - right)
-    if kind == "mul":
-        return _bounded(left * right)
-    if kind == "div":
-        if right == 0:
-            raise Unsupported("division by zero")
-        if isinstance(left, Fraction) and isinstance(right, Fraction):
-            return left / right
-        return complex(left) / complex(right)
-    if kind == "pow":
-        return _power(left, right)
-    raise Unsupported(f"unknown node {kind}")
-
-
-def _factorial(value: Value) -> Value:
-    if isinstance(value, Fraction) and value.denominator == 1 and 0 <= value <= MAX_FACTORIAL:
-        return _bounded(Fraction(math.factorial(int(value))))
-    raise Unsupported("factorial of a non-integer or a huge number")
-
-
-def _bounded(value: Value) -> Value:
-    if (
-        isinstance(value, Fraction)
-        and max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_RESULT_BITS
-    ):
-        raise Unsupported("exact value too large to evaluate here")
-    return value
-
-
-def _binomial(top: Value, bottom: Value) -> Value:
-    """C(n, k) for a whole k, as the falling factorial n (n-1) ... (n-k+1) / k!, so that a
-    variable n (identity tests) works as well as a number."""
-    if not (isinstance(bottom, Fraction) and bottom.denominator == 1 and 0 <= bottom <= MAX_FACTORIAL):
-        raise Unsupported("binomial coefficient with a non-integer or huge lower index")
-    result: Value = Fraction(1)
-    for offset in range(int(bottom)):
-        result = _bounded(result * (top - offset))
-    return result / math.factorial(int(bottom))
-
-
-def _exact_root(value: Fraction, degree: int) -> Fraction | None:
-    if value < 0 and degree % 2 == 0:
-        return None
-    sign = -1 if value < 0 else 1
-    roots = []
-    for part in (abs(value.numerator), value.denominator):
-        root = round(part ** (1 / degree)) if part.bit_length() < 1000 else None
-        if root is None:
-            return None
-        # Float roots are off by one near perfect powers; check the neighbours exactly.
-        for candidate in (root - 1, root, root + 1):
-            if candidate >= 0 and candidate**degree == part:
-                roots.append(candidate)
-                break
-        else:
-            return None
-    return sign * Fraction(roots[0], roots[1])
-
-
-def _root(value: Value, degree: Value) -> Value:
-    if isinstance(degree, Fraction) and degree.denominator == 1 and 2 <= degree <= 64:
-        if isinstance(value, Fraction):
-            exact = _exact_root(value, int(degree))
-            if exact is not None:
-                return exact
-            if value < 0 and degree % 2 == 1:
-                return -complex(float(-value) ** (1 / float(degree)))
-        return _power(value, 1 / degree)
-    return _power(value, 1 / degree if isinstance(degree, Fraction) else 1 / complex(degree))
-
-
-def _power(base: Value, exponent: Value) -> Value:
-    if isinstance(base, Fraction) and isinstance(exponent, Fraction):
-        if exponent.denominator == 1:
-            power = int(exponent)
-            size = max(abs(base.numerator).bit_length(), base.denominator.bit_length())
-            if abs(power) <= MAX_EXACT_EXPONENT and size * abs(power) <= MAX_EXACT_BITS:
-                if base == 0 and power < 0:
-                    raise Unsupported("division by zero")
-                return base**power
-            raise Unsupported("exponent too large to evaluate here")
-        if exponent.denominator <= 64 and exponent.numerator.bit_length() < 16:
-            root = _exact_root(base, exponent.denominator) if base != 0 else Fraction(0)
-            if root is not None:
-                return _power(root, Fraction(exponent.numerator))
-    try:
-        result = complex(base) ** complex(exponent)
-    except (OverflowError, ZeroDivisionError) as error:
-        raise Unsupported(f"power out of range: {error}") from None
-    if not (math.isfinite(result.real) and math.isfinite(result.imag)):
-        raise Unsupported("power out of range")
-    return result

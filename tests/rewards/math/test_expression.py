@@ -2,10 +2,11 @@ from fractions import Fraction
 
 import pytest
 
+from rewardlab.rewards.math.evaluate import FUNCTION_VALUES, evaluate
 from rewardlab.rewards.math.expression import (
+    FUNCTIONS,
     Unsupported,
     decimal_digits,
-    evaluate,
     parse_expression,
     variables,
 )
@@ -73,3 +74,7 @@ def test_significant_digits_of_a_lone_decimal():
     assert decimal_digits(parse_expression("0.0083333333333")) == 11
     assert decimal_digits(parse_expression("12")) is None
     assert decimal_digits(parse_expression("0.5+1")) is None
+
+
+def test_the_parser_and_the_evaluator_know_the_same_functions():
+    assert set(FUNCTION_VALUES) == FUNCTIONS
