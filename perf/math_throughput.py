@@ -75,19 +75,30 @@ def run_math_verify(samples: list[Sample]) -> tuple[float, list[bool]]:
     return time.perf_counter() - started, verdicts
 
 
-def run_rewardlab(samples: list[Sample]) -> tuple[float, list]:
+def run_rewardlab(samples: list[Sample], reuse_verdicts: bool = True) -> tuple[float, list]:
+    """``reuse_verdicts=False`` runs the fast path without its caches, so every answer is parsed
+    and compared on its own even when the batch repeats a (gold, answer) pair (as the G rollouts
+    of one prompt often do); math-verify has no such reuse beyond a 20-entry parse cache."""
     reward = MathAnswerReward()
     reward.pool.submit(pow, 2, 2, budget_s=60).result()  # workers up, as after a first training step
-    started = time.perf_counter()
-    scores = reward.score(samples)
-    elapsed = time.perf_counter() - started
-    reward.close()
+    cached = (math_reward.fast_verdict, math_reward._parsed)
+    if not reuse_verdicts:
+        math_reward.fast_verdict = math_reward.fast_verdict.__wrapped__
+        math_reward._parsed = math_reward._parsed.__wrapped__
+    try:
+        started = time.perf_counter()
+        scores = reward.score(samples)
+        elapsed = time.perf_counter() - started
+    finally:
+        math_reward.fast_verdict, math_reward._parsed = cached
+        reward.close()
     return elapsed, scores
 
 
-def measure(samples: list[Sample], repeats: int) -> tuple[float, float, Counter, int]:
-    """Median seconds for math-verify and rewardlab, rewardlab's paths, and verdict agreement."""
-    theirs, ours = [], []
+def measure(samples: list[Sample], repeats: int) -> tuple[float, float, float, Counter, int]:
+    """Median seconds for math-verify, rewardlab and rewardlab without shared verdicts;
+    rewardlab's paths; verdict agreement."""
+    theirs, ours, alone = [], [], []
     for _ in range(repeats):
         clear_caches()
         elapsed, verdicts = run_math_verify(samples)
@@ -95,9 +106,10 @@ def measure(samples: list[Sample], repeats: int) -> tuple[float, float, Counter,
         clear_caches()
         elapsed, scores = run_rewardlab(samples)
         ours.append(elapsed)
+        alone.append(run_rewardlab(samples, reuse_verdicts=False)[0])
     paths = Counter(score.details.get("path", score.status.value) for score in scores)
     agree = sum((score.value == 1.0) == verdict for score, verdict in zip(scores, verdicts, strict=True))
-    return statistics.median(theirs), statistics.median(ours), paths, agree
+    return statistics.median(theirs), statistics.median(ours), statistics.median(alone), paths, agree
 
 
 def main() -> None:
@@ -106,13 +118,20 @@ def main() -> None:
     parser.add_argument("--hard-fractions", type=float, nargs="+", default=[0.0, 0.05, 0.1])
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    print(f"{'batch':>22} | {'math-verify /s':>14} | {'rewardlab /s':>12} | speed-up | paths | agree")
+    print(
+        f"{'batch':>22} | {'math-verify /s':>14} | {'rewardlab /s':>12} | speed-up | "
+        f"{'no shared verdicts /s':>21} | speed-up | paths | agree"
+    )
     for fraction in args.hard_fractions:
         samples = realistic_batch(fraction)
-        theirs, ours, paths, agree = measure(samples, args.repeats)
+        theirs, ours, alone, paths, agree = measure(samples, args.repeats)
         label = f"{len(samples)} ({fraction:.0%} hard)"
-        rates = f"{len(samples) / theirs:14.0f} | {len(samples) / ours:12.0f} | {theirs / ours:7.1f}x"
-        print(f"{label:>22} | {rates} | {dict(paths)} | {agree}/{len(samples)}")
+        n = len(samples)
+        rates = (
+            f"{n / theirs:14.0f} | {n / ours:12.0f} | {theirs / ours:7.1f}x | "
+            f"{n / alone:21.0f} | {theirs / alone:7.1f}x"
+        )
+        print(f"{label:>22} | {rates} | {dict(paths)} | {agree}/{n}")
     print(f"median of {args.repeats} runs each, caches cleared before every run")
 
 

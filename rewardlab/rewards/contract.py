@@ -207,8 +207,8 @@ class Reward(abc.ABC):
     """
 
     name: str = "reward"
-    #: True when scoring waits on I/O (a model server); the TRL adapter then hands TRL an async
-    #: function so that several such rewards run concurrently on TRL's event loop.
+    #: True when scoring mostly waits (on a model server, or on worker processes); the TRL adapter
+    #: then hands TRL an async function so that such rewards run concurrently on TRL's event loop.
     io_bound: bool = False
 
     @abc.abstractmethod

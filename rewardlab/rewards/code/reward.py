@@ -58,6 +58,9 @@ def execute(
 class CodeExecutionReward(Reward):
     """Run the completion's program against the sample's tests in a sandbox.
 
+    Scoring waits on worker processes (``io_bound``), so through the TRL adapter it runs as an
+    async reward function, beside the trainer's other async rewards.
+
     Args:
         language: The program's language; ``"python"`` (a runner per language plugs in here).
         block: Which fenced block is the program when there are several: ``"last"`` (default),
@@ -82,6 +85,8 @@ class CodeExecutionReward(Reward):
     runtime and the reason for each failure; a program that does not compile or crashes on
     import fails every test and says why in ``reason``.
     """
+
+    io_bound = True
 
     def __init__(
         self,
