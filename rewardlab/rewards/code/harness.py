@@ -121,6 +121,7 @@ class _Program:
         self.deadline = deadline
         self.loaded = False
         self.load_error: str | None = None
+        self.load_timed_out = False
         self.output_tail = ""
 
     def close(self) -> None:
@@ -163,7 +164,8 @@ class _Program:
         self.load_error = (
             f"loading the program: {error}" if kind in ("timeout", "crashed") else f"{kind}: {error}"
         )
-        raise (ProgramTimeout if kind == "timeout" else ProgramFailure)(self.load_error)
+        self.load_timed_out = kind == "timeout"
+        raise (ProgramTimeout if self.load_timed_out else ProgramFailure)(self.load_error)
 
     def call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """The function's return value, or the exception it raised (re-raised here)."""
@@ -354,8 +356,9 @@ def run_program(
     if program.load_error is not None:
         # A program that does not load fails every test for the same reason.
         report.load_error = program.load_error
+        outcome = "timeout" if program.load_timed_out else "error"
         report.outcomes = [
-            TestOutcome(o.index, "error", program.load_error, o.runtime_s) for o in report.outcomes
+            TestOutcome(o.index, outcome, program.load_error, o.runtime_s) for o in report.outcomes
         ]
     report.output_tail = program.output_tail
     return report
