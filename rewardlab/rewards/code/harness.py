@@ -42,6 +42,9 @@ class TestOutcome:
     outcome: str
     reason: str | None = None
     runtime_s: float = 0.0
+    #: Tails of what the program printed in this test (stdin/stdout tests, which run alone).
+    stdout_tail: str | None = None
+    stderr_tail: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +52,8 @@ class TestOutcome:
             "outcome": self.outcome,
             "reason": self.reason,
             "runtime_s": self.runtime_s,
+            "stdout_tail": self.stdout_tail,
+            "stderr_tail": self.stderr_tail,
         }
 
 
@@ -215,17 +220,17 @@ def _run_stdio(program: _Program, tests: StdioTests, tolerance: float) -> list[T
             program.load_error = f"{reply.get('kind')}: {reply.get('error')}"
             raise ProgramFailure(program.load_error)
         if reply["timed_out"]:
-            outcomes.append(TestOutcome(index, "timeout", "the program ran past its time limit", runtime))
+            outcome, reason = "timeout", "the program ran past its time limit"
         elif reply["output_truncated"]:
-            outcomes.append(TestOutcome(index, "failed", "output exceeded the size limit", runtime))
+            outcome, reason = "failed", "output exceeded the size limit"
         elif reply["exit_code"] != 0:
-            reason = f"exited with code {reply['exit_code']}: {_snippet(reply['stderr'])}"
-            outcomes.append(TestOutcome(index, "error", reason, runtime))
+            outcome, reason = "error", f"exited with code {reply['exit_code']}: {_snippet(reply['stderr'])}"
         elif stdout_matches(reply["stdout"], expected, tolerance):
-            outcomes.append(TestOutcome(index, "passed", None, runtime))
+            outcome, reason = "passed", None
         else:
-            reason = f"expected {_snippet(expected)!r}, got {_snippet(reply['stdout'])!r}"
-            outcomes.append(TestOutcome(index, "failed", reason, runtime))
+            outcome, reason = "failed", f"expected {_snippet(expected)!r}, got {_snippet(reply['stdout'])!r}"
+        tails = {"stdout_tail": reply["stdout"][-SNIPPET:], "stderr_tail": reply["stderr"][-SNIPPET:]}
+        outcomes.append(TestOutcome(index, outcome, reason, runtime, **tails))
     return outcomes
 
 

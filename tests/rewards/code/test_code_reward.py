@@ -56,6 +56,7 @@ def test_stdin_stdout_tests(reward):
     fields = {"input_output": {"inputs": ["3\n", "10\n"], "outputs": ["6\n1.0\n", "20\n3.3333333333\n"]}}
     [score] = reward.score([Sample(completion=fenced(program), fields=fields)])
     assert score.value == 1.0, score.reason
+    assert score.details["tests"][1]["stdout_tail"] == "20\n3.3333333333333335\n"
 
 
 def test_humaneval_style_asserts_each_count(reward):
