@@ -101,3 +101,26 @@ def test_grpo_logs_rewardlab_components(tmp_path, tiny_causal_lm, tiny_tokenizer
     texts = [s.completion_text for samples, _ in recorded.batches for s in samples]
     assert all(0.0 <= value <= 1.0 for value in lengths)
     assert len({len(text) for text in texts}) == 1 or len(set(lengths)) > 1
+
+
+def test_rloo_accepts_a_rewardlab_reward_function(tmp_path, tiny_causal_lm, tiny_tokenizer):
+    from datasets import Dataset
+
+    dataset = Dataset.from_dict({"prompt": ["What is 1+1?", "What is 2+3?"], "answer": ["2", "5"]})
+    recorded = Recorded(
+        build({"type": "repetition_penalty", "ngram_size": 2, "unit": "chars", "name": "rep"})
+    )
+    args = trl.RLOOConfig(
+        output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=4, num_generations=4,
+        max_completion_length=12, max_steps=2, logging_steps=1, report_to="none", save_strategy="no",
+        learning_rate=1e-3, seed=0, beta=0.0,  # no KL term: no reference model to load
+    )  # fmt: skip
+    trainer = trl.RLOOTrainer(
+        model=tiny_causal_lm, processing_class=tiny_tokenizer, reward_funcs=[as_reward_func(recorded)],
+        args=args, train_dataset=dataset,
+    )  # fmt: skip
+    trainer.train()
+    steps = [entry for entry in trainer.state.log_history if "rewards/rep/mean" in entry]
+    assert len(steps) == 2
+    for logged, (_, scores) in zip(steps, recorded.batches, strict=True):
+        assert logged["rewards/rep/mean"] == pytest.approx(mean([s.value for s in scores]), abs=1e-6)
