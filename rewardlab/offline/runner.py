@@ -166,6 +166,26 @@ def _progress_total(source: RowSource, limit: int | None) -> int | None:
 BatchTask = asyncio.Task[list[dict[str, Any]]]
 
 
+def _jsonable(value: Any) -> Any:
+    """``value`` with every mapping key made a string and every other object its ``str``."""
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    """One output line. Details are promised JSON-ready, but a reward (or a program's output
+    copied into details) breaking that promise should cost fidelity in one record, not the run."""
+    try:
+        return json.dumps(record, default=str) + "\n"
+    except (TypeError, ValueError):
+        return json.dumps(_jsonable(record), default=str) + "\n"
+
+
 @dataclass(slots=True)
 class _Sink:
     """Appends each finished batch to the output, flushed, and counts it in the summary and bar."""
@@ -179,9 +199,7 @@ class _Sink:
         finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
         for task in finished:
             records = task.result()
-            # ``default=str``: details are promised JSON-ready, but a reward breaking that promise
-            # should cost a repr in one record, not a long run.
-            self.file.write("".join(json.dumps(record, default=str) + "\n" for record in records))
+            self.file.write("".join(_json_line(record) for record in records))
             self.file.flush()
             for record in records:
                 self.summary.add(record)

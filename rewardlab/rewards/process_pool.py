@@ -140,6 +140,7 @@ class KillableProcessPool:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload(list(preload))
         self._tasks: queue.Queue[_Task | None] = queue.Queue()
+        self._busy: dict[int, multiprocessing.Process] = {}  # dispatcher thread -> its worker at work
         self._closed = False
         self._threads = [
             threading.Thread(target=self._dispatch, name=f"rewardlab-pool-{i}", daemon=True)
@@ -161,12 +162,15 @@ class KillableProcessPool:
         return await asyncio.wrap_future(self.submit(function, *args, budget_s=budget_s))
 
     def close(self) -> None:
-        """Stop the workers; queued tasks that have not started are cancelled."""
+        """Stop the workers: queued tasks that have not started are cancelled, running ones are
+        killed (their futures fail with `WorkerCrashed`)."""
         if self._closed:
             return
         self._closed = True
         for _ in self._threads:
             self._tasks.put(None)
+        for process in list(self._busy.values()):
+            process.kill()
         for thread in self._threads:
             thread.join(timeout=5)
 
@@ -230,6 +234,7 @@ class KillableProcessPool:
         """Run one task; return the worker if it is still usable, else None."""
         process, connection = worker
         started = time.monotonic()
+        self._busy[threading.get_ident()] = process
         try:
             connection.send((task.function, task.args))
             if not connection.poll(task.budget_s):
@@ -243,6 +248,8 @@ class KillableProcessPool:
             self._stop_worker(worker)
             task.future.set_exception(WorkerCrashed(f"worker exited with code {process.exitcode}"))
             return None
+        finally:
+            self._busy.pop(threading.get_ident(), None)
         if outcome == "ok":
             task.future.set_result(payload)
         else:

@@ -389,3 +389,17 @@ def test_run_options_reject_contradictions():
         RunOptions(resume=True, overwrite=True)
     with pytest.raises(ValueError, match="at least 1"):
         RunOptions(batch_size=0)
+
+
+class TupleKeyDetails(RuleReward):
+    name = "tuple_key_details"
+
+    def check(self, sample):
+        return Score(1.0, details={"odd": {(1, 2): 0}, "object": object()})
+
+
+def test_details_that_are_not_json_cost_fidelity_not_the_run(tmp_path):
+    source = write_rows(tmp_path / "in.jsonl", 3)
+    score_file(TupleKeyDetails(), source, tmp_path / "out.jsonl", options=QUIET)
+    records = read_output(tmp_path / "out.jsonl")
+    assert len(records) == 3 and records[0]["details"]["odd"] == {"(1, 2)": 0}

@@ -16,12 +16,12 @@ Three styles, recognised by the fields a dataset row carries:
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rewardlab.rewards.code.extract import code_blocks
 from rewardlab.rewards.contract import InvalidInput
 
 
@@ -73,19 +73,22 @@ ProgramTests = AssertTests | CallTests | StdioTests
 
 def assert_statements(spec: AssertTests) -> list[ast.stmt]:
     """The statements that count as tests: each top-level statement of ``check`` (or of the module,
-    for bare asserts) that contains an ``assert`` or a ``raise`` (a test that expects an
-    exception raises ``AssertionError`` itself when none comes)."""
+    for bare asserts) that asserts or raises (a test that expects an exception raises
+    ``AssertionError`` itself when none comes) and uses the function under test. ``assert True``
+    lines, which HumanEval has many of, test nothing and do not count."""
     module = ast.parse(spec.code)
-    body = module.body
+    body, tested = module.body, {spec.entry_point}
     if spec.has_check:
         check = next(
             node for node in module.body if isinstance(node, ast.FunctionDef) and node.name == "check"
         )
         body = check.body
+        tested |= {argument.arg for argument in check.args.args[:1]}
     return [
         statement
         for statement in body
         if any(isinstance(n, ast.Assert | ast.Raise) for n in ast.walk(statement))
+        and any(isinstance(n, ast.Name) and n.id in tested for n in ast.walk(statement))
     ]
 
 
@@ -97,16 +100,16 @@ def _parses(code: str) -> bool:
     return True
 
 
-def trusted_setup(fields: Mapping[str, Any], prompt: str) -> str:
-    """Helper definitions for assert tests: ``test_setup_code``, else the prompt when it is code
-    (HumanEval), else the prompt's fenced code blocks that parse."""
+def trusted_setup(fields: Mapping[str, Any], prompt: Any) -> str:
+    """Helper definitions for assert tests: ``test_setup_code``, else a prompt that is a string of
+    code (HumanEval's). They run outside the sandbox, as the tests do, so they must come from the
+    dataset: never from a chat prompt, whose earlier turns may hold a model's code."""
     setup = fields.get("test_setup_code")
     if isinstance(setup, str) and setup.strip():
         return setup
-    if prompt.strip() and _parses(prompt):
+    if isinstance(prompt, str) and prompt.strip() and _parses(prompt):
         return prompt
-    blocks = [block.body for block in code_blocks(prompt) if _parses(block.body)]
-    return "\n\n".join(blocks)
+    return ""
 
 
 def _parse_check_code(code: str, entry_point: str, setup: str) -> AssertTests:
@@ -122,8 +125,13 @@ def _parse_check_code(code: str, entry_point: str, setup: str) -> AssertTests:
 
 
 def _called_name(assert_line: str) -> str | None:
+    """The first function the assert calls that is not a built-in (``set(f(x)) == ...`` tests f)."""
     for node in ast.walk(ast.parse(assert_line)):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and not hasattr(builtins, node.func.id)
+        ):
             return node.func.id
     return None
 
@@ -180,10 +188,10 @@ def _decoded(value: Any, field: str) -> Any:
         raise InvalidInput(field, f"is not valid JSON: {error}") from None
 
 
-def read_tests(fields: Mapping[str, Any], prompt: str = "") -> ProgramTests:
+def read_tests(fields: Mapping[str, Any], prompt: Any = "") -> ProgramTests:
     """The tests for one sample (see the module docstring), or `InvalidInput` naming the field.
 
-    ``prompt`` is the task as the policy saw it; for assert tests, code in it provides the
+    ``prompt`` is `Sample.prompt`; when it is a string of code (HumanEval) it provides the
     helpers the tests may call (see `AssertTests.setup`).
     """
     if "test" in fields and isinstance(fields["test"], str):

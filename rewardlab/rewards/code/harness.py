@@ -92,6 +92,10 @@ def _snippet(value: Any) -> str:
 #: past it the runner is presumed stuck (stopped by the program) and the sandbox is replaced.
 REPLY_MARGIN_S = 2.0
 
+#: A sandbox serves this many programs, then a fresh one replaces it.
+PROGRAMS_PER_SANDBOX = 64
+_REPLY_TEXT = ("kind", "error", "output", "stdout", "stderr")
+
 # One live sandbox per (worker process, sandbox configuration), reused across programs: the
 # runner inside resets the sandbox between programs (see `python_runner`).
 _sessions: dict[Sandbox, SandboxSession] = {}
@@ -103,8 +107,11 @@ def _close_sessions() -> None:
     _sessions.clear()
 
 
-def _live_session(sandbox: Sandbox) -> SandboxSession:
+def _live_session(sandbox: Sandbox, starting_program: bool) -> SandboxSession:
     session = _sessions.get(sandbox)
+    if starting_program and session is not None and session.programs >= PROGRAMS_PER_SANDBOX:
+        # Cheap insurance against state a program might keep in ways the reset does not know.
+        session.close()
     if session is None or session.closed:
         if not _sessions:
             # Pool workers end through multiprocessing's exit path, which runs these
@@ -145,9 +152,12 @@ class _Program:
         return min(self.test_timeout_s + allowance, remaining)
 
     def _ask(self, message: dict[str, Any], limit: float) -> dict[str, Any]:
-        session = _live_session(self.sandbox)
+        starting = message["op"] in ("program", "script")
+        session = _live_session(self.sandbox, starting_program=starting)
+        if starting:
+            session.programs += 1
         try:
-            return session.request({**message, "timeout": limit}, limit + REPLY_MARGIN_S)
+            return _checked(session.request({**message, "timeout": limit}, limit + REPLY_MARGIN_S))
         except SessionEnded as ended:
             session.close()
             self.loaded = False
@@ -196,6 +206,16 @@ class _Program:
         return self._ask({"op": "script", "source": self.source, "stdin": stdin}, self._limit())
 
 
+def _checked(reply: dict[str, Any]) -> dict[str, Any]:
+    """A reply with its text fields made text: replies to calls come from the program's process,
+    which can write anything there, and they end up in `Score.details`."""
+    checked = dict(reply)
+    for key in _REPLY_TEXT:
+        if key in checked and not isinstance(checked[key], str):
+            checked[key] = _snippet(checked[key])
+    return checked
+
+
 def _outcome_of_error(index: int, error: BaseException, runtime: float) -> TestOutcome:
     if isinstance(error, ProgramTimeout):
         return TestOutcome(index, "timeout", str(error), runtime)
@@ -206,8 +226,8 @@ def _outcome_of_error(index: int, error: BaseException, runtime: float) -> TestO
     return TestOutcome(index, "error", _snippet(f"{type(error).__name__}: {error}"), runtime)
 
 
-def _run_stdio(program: _Program, tests: StdioTests, tolerance: float) -> list[TestOutcome]:
-    outcomes = []
+def _run_stdio(program: _Program, tests: StdioTests, tolerance: float, outcomes: list[TestOutcome]) -> None:
+    """Append each test's outcome as it is known, so a spent budget keeps the ones before it."""
     for index, (stdin, expected) in enumerate(tests.cases):
         started = time.monotonic()
         try:
@@ -231,11 +251,9 @@ def _run_stdio(program: _Program, tests: StdioTests, tolerance: float) -> list[T
             outcome, reason = "failed", f"expected {_snippet(expected)!r}, got {_snippet(reply['stdout'])!r}"
         tails = {"stdout_tail": reply["stdout"][-SNIPPET:], "stderr_tail": reply["stderr"][-SNIPPET:]}
         outcomes.append(TestOutcome(index, outcome, reason, runtime, **tails))
-    return outcomes
 
 
-def _run_calls(program: _Program, tests: CallTests, tolerance: float) -> list[TestOutcome]:
-    outcomes = []
+def _run_calls(program: _Program, tests: CallTests, tolerance: float, outcomes: list[TestOutcome]) -> None:
     for index, (arguments, expected) in enumerate(tests.cases):
         started = time.monotonic()
         try:
@@ -249,7 +267,6 @@ def _run_calls(program: _Program, tests: CallTests, tolerance: float) -> list[Te
         else:
             reason = f"expected {_snippet(expected)}, got {_snippet(actual)}"
             outcomes.append(TestOutcome(index, "failed", reason, runtime))
-    return outcomes
 
 
 _WRAPPER = """
@@ -346,9 +363,9 @@ def run_program(
     report = ProgramReport()
     try:
         if isinstance(tests, StdioTests):
-            report.outcomes = _run_stdio(program, tests, tolerance)
+            _run_stdio(program, tests, tolerance, report.outcomes)
         elif isinstance(tests, CallTests):
-            report.outcomes = _run_calls(program, tests, tolerance)
+            _run_calls(program, tests, tolerance, report.outcomes)
         else:
             report.outcomes = _run_asserts(program, tests)
     except (ProgramFailure, ProgramTimeout, BudgetSpent) as error:

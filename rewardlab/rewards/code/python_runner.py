@@ -5,9 +5,7 @@ The process itself (the *zygote*) never runs untrusted code: it forks a child pe
 relays requests to it, so a program costs a fork rather than a sandbox and an interpreter start.
 
 Requests arrive on stdin, each a 4-byte length and a ``marshal``-ed dict (they come from the
-trusted side); every request gets one reply line on the original stdout: the ``repr`` of a dict
-of plain values, which the trusted side reads with ``ast.literal_eval``. (No ``json``: importing
-it costs more than the rest of the runner's start-up.)
+trusted side); every request gets one reply line of JSON on the original stdout.
 
 - ``{"op": "program", "source", "timeout"}``: start a program: reset the sandbox, fork a child
   that runs the source as a module, reply with how loading went.
@@ -17,11 +15,13 @@ it costs more than the rest of the runner's start-up.)
   input in a fresh child; the reply carries its stdout, exit code and stderr tail.
 - ``{"op": "reset"}``: end the current program (see below).
 
-Between programs the zygote resets the sandbox: with ``--sandboxed`` (inside bwrap's PID
-namespace) it kills every process but itself and the namespace's init, so nothing a program
-started survives it, and it empties ``/tmp``. It makes itself non-dumpable, so programs running as
-the same user cannot trace it or read its memory. A program that kills or stops the zygote only
-ends the sandbox; the trusted side starts a new one.
+Each program runs in a scratch directory of its own under ``/tmp``. Between programs the zygote
+resets the sandbox: with ``--sandboxed`` (inside bwrap's PID namespace) it kills every process
+but itself and the namespace's init, so nothing a program started survives it, and it empties
+``/tmp`` and ``/dev/shm``, restoring any permission a program took away; if anything is left, it
+exits and the trusted side starts a fresh sandbox. It makes itself non-dumpable, so programs
+running as the same user cannot trace it or read its memory. A program that kills or stops the
+zygote only ends the sandbox.
 
 What this side never sees is the expected output: tests are judged by the caller, outside the
 sandbox. So a program that patches this runner, prints "all tests passed", forges replies or
@@ -31,6 +31,7 @@ prints, which is exactly what is being tested.
 The same module is imported outside the sandbox for `encode` / `decode`.
 """
 
+import json
 import marshal
 import math
 import os
@@ -38,12 +39,19 @@ import select
 import signal
 import sys
 import time
+import types
 
-MAX_OUTPUT_BYTES = 1 << 20
-MAX_REPLY_BYTES = 8 << 20
+MAX_OUTPUT_BYTES = 8 << 20
+MAX_REPLY_BYTES = 10 << 20
 MAX_DEPTH = 64
+#: Decoding a reply builds at most this many values, and sets or dicts of at most this many
+#: members: a program cannot make the trusted side's decoding slow (ints can be chosen to share
+#: one hash) or large.
+MAX_DECODED_VALUES = 2_000_000
+MAX_HASHED_MEMBERS = 10_000
 TAIL_CHARS = 500
 _PR_SET_DUMPABLE = 4
+SCRATCH_DIRECTORIES = ("/tmp", "/dev/shm")
 
 
 class Unencodable(TypeError):
@@ -60,15 +68,18 @@ def encode(value, depth=0):
     if value is None or kind is bool or kind is str:
         return value
     if kind is int:
-        return value if abs(value) < 2**53 else {"int": str(value)}
+        # Hex, not decimal: Python limits decimal conversions of huge ints, not hex ones.
+        return value if abs(value) < 2**53 else {"int": hex(value)}
     if kind is float:
         return value if math.isfinite(value) else {"float": repr(value)}
     if kind is list:
         return [encode(item, depth + 1) for item in value]
     if kind is tuple:
         return {"tuple": [encode(item, depth + 1) for item in value]}
-    if kind in (set, frozenset):
+    if kind is set:
         return {"set": [encode(item, depth + 1) for item in value]}
+    if kind is frozenset:
+        return {"frozenset": [encode(item, depth + 1) for item in value]}
     if kind is dict:
         return {"dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
     if kind is complex:
@@ -78,29 +89,46 @@ def encode(value, depth=0):
     raise Unencodable(f"cannot pass a {kind.__name__} across the sandbox boundary")
 
 
-def decode(data, depth=0):
-    """The inverse of `encode`; rejects anything `encode` cannot produce."""
+class _Budget:
+    def __init__(self):
+        self.values = 0
+
+    def spend(self, count=1):
+        self.values += count
+        if self.values > MAX_DECODED_VALUES:
+            raise ValueError("the value is too large")
+
+
+def decode(data, depth=0, budget=None):
+    """The inverse of `encode`; rejects anything `encode` cannot produce, and anything too large
+    or too expensive to rebuild (see `MAX_DECODED_VALUES`, `MAX_HASHED_MEMBERS`)."""
+    budget = budget or _Budget()
+    budget.spend()
     if depth > MAX_DEPTH:
         raise ValueError("value nested too deeply")
     if data is None or isinstance(data, (bool, str, int, float)):
         return data
     if isinstance(data, list):
-        return [decode(item, depth + 1) for item in data]
+        return [decode(item, depth + 1, budget) for item in data]
     if isinstance(data, dict) and len(data) == 1:
         ((tag, body),) = data.items()
-        if tag == "int":
-            return int(body)
+        if tag == "int" and isinstance(body, str):
+            return int(body, 16)
         if tag == "float" and body in ("inf", "-inf", "nan"):
             return float(body)
         if tag == "tuple":
-            return tuple(decode(item, depth + 1) for item in body)
+            return tuple(decode(item, depth + 1, budget) for item in body)
+        if tag in ("set", "frozenset", "dict") and len(body) > MAX_HASHED_MEMBERS:
+            raise ValueError(f"a {tag} of more than {MAX_HASHED_MEMBERS} members")
         if tag == "set":
-            return {decode(item, depth + 1) for item in body}
+            return {decode(item, depth + 1, budget) for item in body}
+        if tag == "frozenset":
+            return frozenset(decode(item, depth + 1, budget) for item in body)
         if tag == "dict":
-            return {decode(k, depth + 1): decode(v, depth + 1) for k, v in body}
+            return {decode(k, depth + 1, budget): decode(v, depth + 1, budget) for k, v in body}
         if tag == "complex":
-            return complex(decode(body[0]), decode(body[1]))
-        if tag == "bytes":
+            return complex(decode(body[0], depth + 1, budget), decode(body[1], depth + 1, budget))
+        if tag == "bytes" and isinstance(body, str):
             return bytes.fromhex(body)
     raise ValueError(f"not an encoded value: {str(data)[:100]}")
 
@@ -139,6 +167,17 @@ def _write_message(stream, message):
     stream.flush()
 
 
+def _join_threads():
+    """Wait for the program's own threads, as the interpreter does at exit (``threading.Thread(
+    target=main).start()`` is a common way to get a bigger stack)."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+
+
 class ProgramChild:
     """In a forked child: loads one program and answers calls into it. Runs untrusted code."""
 
@@ -149,11 +188,12 @@ class ProgramChild:
         self.namespace = None
 
     def reply(self, message):
-        self.replies.write(repr(message) + "\n")
+        self.replies.write(json.dumps(message) + "\n")
         self.replies.flush()
 
     def run(self, source):
         os.setpgid(0, 0)
+        sys.set_int_max_str_digits(0)
         _redirect(0, os.devnull, os.O_RDONLY)
         _redirect(1, self.output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(1, 2)
@@ -162,7 +202,10 @@ class ProgramChild:
             self.reply(self.call(request))
 
     def load(self, source):
-        namespace = {"__name__": "solution", "__builtins__": __builtins__}
+        # A real module in sys.modules: dataclasses and pickling look their module up there.
+        module = types.ModuleType("solution")
+        sys.modules["solution"] = module
+        namespace = module.__dict__
         started = time.perf_counter()
         try:
             code = compile(source, "<solution>", "exec")
@@ -182,8 +225,20 @@ class ProgramChild:
         self.namespace = namespace
         return {"ok": True, "runtime_s": time.perf_counter() - started}
 
+    def _function(self, name):
+        """A top-level function, or a method of a ``Solution`` class (LeetCode-style programs)."""
+        if self.namespace is None:
+            return None
+        function = self.namespace.get(name)
+        if callable(function) and not isinstance(function, type):
+            return function
+        solution = self.namespace.get("Solution")
+        if isinstance(solution, type) and callable(getattr(solution, name, None)):
+            return getattr(solution(), name)
+        return None
+
     def call(self, request):
-        function = self.namespace.get(request["name"]) if self.namespace else None
+        function = self._function(request["name"])
         if not callable(function):
             return {
                 "ok": False,
@@ -216,8 +271,9 @@ class Zygote:
         for fd in (0, 1, 2):
             _redirect(fd, os.devnull, os.O_RDWR)
         self.child = None  # (pid, request pipe, reply pipe)
-        self.workdir = os.getcwd()
-        self.output_path = os.path.join(self.workdir, "program-output")
+        self.scratch = [os.getcwd()] + [d for d in SCRATCH_DIRECTORIES if sandboxed and os.path.isdir(d)]
+        self.programs = 0
+        self.workdir = self._new_workdir()
         if sandboxed:
             import ctypes  # only here: the import costs milliseconds and unsafe mode has no use for it
 
@@ -226,11 +282,22 @@ class Zygote:
     def serve(self):
         while (request := _read_message(self.requests)) is not None:
             reply = getattr(self, "op_" + request["op"])(request)
-            self.responses.write(reply if isinstance(reply, str) else repr(reply) + "\n")
+            self.responses.write(reply if isinstance(reply, str) else json.dumps(reply) + "\n")
             self.responses.flush()
 
+    def _new_workdir(self):
+        """A fresh directory for the next program: nothing of an earlier program is in it."""
+        self.programs += 1
+        path = os.path.join(self.scratch[0], f"program-{self.programs}")
+        os.mkdir(path, 0o700)
+        return path
+
     def reset(self):
-        """End the current program and everything it started; empty the scratch directory."""
+        """End the current program and everything it started; empty the scratch directories.
+
+        If they cannot be emptied (a program found a way to keep something), the zygote exits:
+        the trusted side then replaces the whole sandbox rather than run a program in a dirty one.
+        """
         if self.child is not None:
             pid, requests, replies = self.child
             self.child = None
@@ -252,10 +319,22 @@ class Zygote:
                     break
             except ChildProcessError:
                 break
-        self._empty(self.workdir)
+        for directory in self.scratch:
+            self._empty(directory)
+            if os.listdir(directory) or not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+                os._exit(3)
+        self.workdir = self._new_workdir()
 
     @staticmethod
     def _empty(directory):
+        """Delete everything below ``directory``, first giving back any permission taken away."""
+        os.chmod(directory, 0o700)
+        for root, dirs, _ in os.walk(directory):
+            for name in dirs:
+                try:
+                    os.chmod(os.path.join(root, name), 0o700)
+                except OSError:
+                    pass
         for root, dirs, files in os.walk(directory, topdown=False):
             for name in files:
                 try:
@@ -263,10 +342,8 @@ class Zygote:
                 except OSError:
                     pass
             for name in dirs:
-                path = os.path.join(root, name)
                 try:
-                    os.chmod(path, 0o700)
-                    os.rmdir(path)
+                    os.rmdir(os.path.join(root, name))
                 except OSError:
                     pass
 
@@ -308,9 +385,9 @@ class Zygote:
                 os.close(reply_read)
                 self.requests.close()
                 self.responses.close()
-                child = ProgramChild(
-                    os.fdopen(request_read, "rb"), os.fdopen(reply_write, "w"), self.output_path
-                )
+                os.chdir(self.workdir)
+                output = os.path.join(self.workdir, "program-output")
+                child = ProgramChild(os.fdopen(request_read, "rb"), os.fdopen(reply_write, "w"), output)
                 child.run(request["source"])
             except BaseException:
                 code = 1
@@ -378,10 +455,13 @@ class Zygote:
             _redirect(0, in_path, os.O_RDONLY)
             _redirect(1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
             _redirect(2, err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.chdir(self.workdir)
             sys.stdin = open(0, encoding="utf-8", closefd=False)
             sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
             sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
+            sys.set_int_max_str_digits(0)
             exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
+            _join_threads()
         except SystemExit as error:
             exit_code = error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
         except BaseException as error:
@@ -389,8 +469,8 @@ class Zygote:
             exit_code = 1
         finally:
             try:
-                sys.stdout.flush()
-                sys.stderr.flush()
+                for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                    stream.flush()
             finally:
                 os._exit(exit_code)
 

@@ -30,6 +30,7 @@ from rewardlab.rewards.process_pool import (
 )
 
 LANGUAGES = ("python",)
+WORKER_MEMORY_BYTES = 4 << 30
 MAX_DETAILED_TESTS = 50
 
 
@@ -126,8 +127,15 @@ class CodeExecutionReward(Reward):
         self.float_tolerance = float_tolerance
         self.workers = workers or os.cpu_count() or 1
         self.name = name
+        # The trusted workers decode what programs return; a memory limit keeps a huge return
+        # value from taking the host's memory with it.
         self._pool = LazyPool(
-            functools.partial(KillableProcessPool, self.workers, preload=["rewardlab.rewards.code.harness"])
+            functools.partial(
+                KillableProcessPool,
+                self.workers,
+                preload=["rewardlab.rewards.code.harness"],
+                memory_limit_bytes=WORKER_MEMORY_BYTES,
+            )
         )
 
     @property
@@ -154,7 +162,7 @@ class CodeExecutionReward(Reward):
 
     async def _score_one(self, sample: Sample, index: int) -> Score:
         try:
-            tests = read_tests(sample.fields, sample.prompt_text)
+            tests = read_tests(sample.fields, sample.prompt)
             source, method = self._program(sample)
         except InvalidInput as error:
             return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")

@@ -9,8 +9,9 @@ Every sandboxed process is started as::
 
 - Namespaces (bwrap): no network (a new, empty network namespace), its own PID namespace (when
   its first process dies, the kernel kills every process in it), a read-only view of ``/usr``
-  only (no ``/etc``, no home, no project, no ``/proc`` of the host), a private ``/tmp`` tmpfs of
-  bounded size, an empty environment.
+  only (no ``/etc``, no home, no project, no ``/proc`` of the host), a read-only ``/dev`` with a
+  small ``/dev/shm``, a private ``/tmp`` tmpfs of bounded size, an empty environment, and a
+  seccomp filter against state that outlives processes (see `seccomp`).
 - An unprivileged user: root ignores ``RLIMIT_NPROC``, so a fork bomb is only bounded when the
   real user id is not 0. When rewardlab runs as root each worker uses its own uid from
   `UID_RANGE` (no account is needed); otherwise the sandbox runs as the calling user.
@@ -25,6 +26,7 @@ asked for by name.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shutil
 import subprocess
@@ -35,7 +37,11 @@ from typing import Literal
 
 RUNNER_SOURCE = Path(__file__).with_name("python_runner.py")
 SANDBOX_RUNNER = "/sandbox/python_runner.py"
-UID_RANGE = (61000, 91000)
+#: Sandbox users when rewardlab runs as root: the first uid plus the worker's pid, so two live
+#: workers never share a uid (and its process limit). No account is needed for them.
+UID_BASE = 1_000_000
+UID_RANGE = (UID_BASE, UID_BASE + (1 << 22))
+SHM_BYTES = 1 << 20
 Isolation = Literal["bwrap", "unsafe_local"]
 
 
@@ -53,7 +59,8 @@ class SandboxLimits:
             wall-clock deadline. Default 60.
         processes: Processes the sandbox user may have (``RLIMIT_NPROC``); bounds fork bombs.
             Default 32.
-        file_bytes: Largest file a program may write (``RLIMIT_FSIZE``). Default 16 MiB.
+        file_bytes: Largest file a program may write (``RLIMIT_FSIZE``); also the largest
+            stdin a test can have. Default 64 MiB (the whole of ``/tmp``).
         open_files: Open file descriptors per process (``RLIMIT_NOFILE``). Default 64.
         tmp_bytes: Size of the private ``/tmp``. Default 64 MiB.
     """
@@ -61,7 +68,7 @@ class SandboxLimits:
     memory_bytes: int = 1 << 30
     cpu_seconds: int = 60
     processes: int = 32
-    file_bytes: int = 16 << 20
+    file_bytes: int = 64 << 20
     open_files: int = 64
     tmp_bytes: int = 64 << 20
 
@@ -79,26 +86,28 @@ def _python_for_sandbox() -> str:
 
 @functools.cache
 def runner_path() -> str:
-    """A world-readable copy of the runner script.
+    """A world-readable copy of the runner script, one per version of its content.
 
     bwrap runs as the sandbox user, which must be able to read what it binds; the installed
     package may live where only its owner can read (a virtual environment under /root).
     """
-    directory = tempfile.mkdtemp(prefix="rewardlab-runner-")
-    os.chmod(directory, 0o755)
-    path = os.path.join(directory, "python_runner.py")
-    shutil.copyfile(RUNNER_SOURCE, path)
-    os.chmod(path, 0o644)
-    return path
+    source = RUNNER_SOURCE.read_bytes()
+    directory = Path(tempfile.gettempdir()) / f"rewardlab-runner-{hashlib.sha256(source).hexdigest()[:16]}"
+    path = directory / "python_runner.py"
+    if not path.exists() or path.read_bytes() != source:
+        directory.mkdir(mode=0o755, exist_ok=True)
+        staged = directory / f".python_runner.{os.getpid()}"
+        staged.write_bytes(source)
+        staged.chmod(0o644)
+        staged.replace(path)  # atomic: concurrent processes never see half a file
+    return str(path)
 
 
 def _sandbox_uid() -> int | None:
     """The unprivileged uid this worker's sandboxes run as; None when we are not root."""
     if os.geteuid() != 0:
         return None
-    low, high = UID_RANGE
-    # One uid per worker process, so that one program's fork bomb cannot use up another's quota.
-    return low + os.getpid() % (high - low)
+    return UID_BASE + os.getpid()
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +149,9 @@ class Sandbox:
                 "(sysctl kernel.unprivileged_userns_clone=1)"
             )
 
-    def command(self, program: list[str]) -> list[str]:
-        """The full command line that runs ``program`` (a path inside the sandbox) isolated."""
+    def command(self, program: list[str], seccomp_fd: int | None = None) -> list[str]:
+        """The full command line that runs ``program`` (a path inside the sandbox) isolated;
+        ``seccomp_fd`` is an open file holding `seccomp.ipc_filter`, passed to bwrap."""
         limits = self.limits
         nproc = limits.processes
         uid = _sandbox_uid() if self.isolation == "bwrap" else None
@@ -179,18 +189,22 @@ class Sandbox:
             "--symlink", "usr/lib64", "/lib64",
             "--proc", "/proc",
             "--dev", "/dev",
+            "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+            "--remount-ro", "/dev",
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
             "--ro-bind", runner_path(), SANDBOX_RUNNER,
+            *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
             "--remount-ro", "/",
             "--chdir", "/tmp",
             "--",
             *program,
         ]  # fmt: skip
 
-    def runner_command(self) -> list[str]:
+    def runner_command(self, seccomp_fd: int | None = None) -> list[str]:
         """The command that starts a Python runner (see `python_runner`)."""
         if self.isolation == "bwrap":
-            return self.command([_python_for_sandbox(), "-I", "-S", SANDBOX_RUNNER, "--sandboxed"])
+            runner = [_python_for_sandbox(), "-I", "-S", SANDBOX_RUNNER, "--sandboxed"]
+            return self.command(runner, seccomp_fd)
         return self.command([_python_for_sandbox(), "-I", "-S", runner_path()])
 
 

@@ -7,10 +7,10 @@ outputs back. Any deadline missed, crash, or garbled reply ends the session: its
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import ctypes
 import functools
+import json
 import marshal
 import os
 import selectors
@@ -22,8 +22,9 @@ import time
 from typing import Any
 
 from rewardlab.rewards.code.sandbox import Sandbox
+from rewardlab.rewards.code.seccomp import ipc_filter
 
-MAX_RESPONSE_BYTES = 8 << 20
+MAX_RESPONSE_BYTES = 12 << 20
 SANDBOX_ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -53,6 +54,17 @@ def reap_orphans() -> None:
             return
 
 
+def _seccomp_file() -> int | None:
+    """An open descriptor holding the sandbox's seccomp filter, for bwrap to load."""
+    program = ipc_filter()
+    if program is None:
+        return None
+    fd = os.memfd_create("rewardlab-seccomp", 0)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as handle:
@@ -77,19 +89,28 @@ class SandboxSession:
             tempfile.mkdtemp(prefix="rewardlab-run-") if sandbox.isolation == "unsafe_local" else None
         )
         self.diagnostics = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the session
-        self.process = subprocess.Popen(
-            sandbox.runner_command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.diagnostics,
-            start_new_session=True,
-            cwd=self.workdir,
-            # Not even bwrap gets our environment: its own /proc/<pid>/environ is readable from
-            # inside the sandbox, and the environment is where API keys live.
-            env=SANDBOX_ENVIRONMENT,
-        )
+        seccomp = _seccomp_file() if sandbox.isolation == "bwrap" else None
+        try:
+            self.process = subprocess.Popen(
+                sandbox.runner_command(seccomp),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.diagnostics,
+                start_new_session=True,
+                cwd=self.workdir,
+                pass_fds=() if seccomp is None else (seccomp,),
+                # Not even bwrap gets our environment: its own /proc/<pid>/environ is readable
+                # from inside the sandbox, and the environment is where API keys live.
+                env=SANDBOX_ENVIRONMENT,
+            )
+        finally:
+            if seccomp is not None:
+                os.close(seccomp)
+        os.set_blocking(self.process.stdin.fileno(), False)
         self.pending = b""
         self.closed = False
+        #: Programs started in this sandbox (it is replaced after a number of them).
+        self.programs = 0
 
     def __enter__(self) -> SandboxSession:
         return self
@@ -101,24 +122,39 @@ class SandboxSession:
         """Send one request and wait at most ``timeout_s`` for its reply."""
         if self.closed:
             raise SessionEnded("the session is closed")
+        deadline = time.monotonic() + timeout_s
         body = marshal.dumps(message)
+        self._write(len(body).to_bytes(4, "big") + body, deadline)
+        line = self._read_line(deadline)
         try:
-            self.process.stdin.write(len(body).to_bytes(4, "big") + body)
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError):
-            self._end()
-            raise SessionEnded(self._death_reason()) from None
-        line = self._read_line(time.monotonic() + timeout_s)
-        try:
-            # literal_eval builds literals only; whatever the program wrote, it runs nothing.
-            reply = ast.literal_eval(line.decode("utf-8", "replace"))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            reply = json.loads(line)
+        except (ValueError, RecursionError):
             self._end()
             raise SessionEnded("the runner sent an unreadable reply") from None
         if not isinstance(reply, dict):
             self._end()
             raise SessionEnded("the runner sent an unreadable reply")
         return reply
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        """Write without blocking past the deadline (a stopped runner stops reading)."""
+        fd = self.process.stdin.fileno()
+        view = memoryview(data)
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_WRITE)
+            while view:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not selector.select(remaining):
+                    self._end()
+                    raise SessionEnded("the program ran past its time limit", timed_out=True)
+                try:
+                    written = os.write(fd, view)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    self._end()
+                    raise SessionEnded(self._death_reason()) from None
+                view = view[written:]
 
     def _read_line(self, deadline: float) -> bytes:
         stdout = self.process.stdout

@@ -135,3 +135,43 @@ def test_built_from_config_with_limits():
     [score] = reward.score([Sample(completion=hungry, fields=ADD_TESTS)])
     reward.close()
     assert score.value == 0.0 and "MemoryError" in score.reason
+
+
+@pytest.mark.parametrize(
+    ("program", "fields"),
+    [
+        # A bigger stack through a thread: the main thread returns before the work is done.
+        ("import threading, sys\ndef main():\n    print(int(sys.stdin.read()) * 2)\n"
+         "threading.Thread(target=main).start()", {"tests": [{"input": "21", "output": "42"}]}),
+        ("from __future__ import annotations\nfrom dataclasses import dataclass\n"
+         "@dataclass\nclass P:\n    x: int\ndef f(x):\n    return P(x).x + 1",
+         {"fn_name": "f", "tests": [{"input": [1], "output": 2}]}),
+        ("class Solution:\n    def twoSum(self, nums, target):\n"
+         "        seen = {}\n        for i, n in enumerate(nums):\n"
+         "            if target - n in seen:\n                return [seen[target - n], i]\n"
+         "            seen[n] = i",
+         {"fn_name": "twoSum", "tests": [{"input": [[2, 7, 11, 15], 9], "output": [0, 1]}]}),
+        ("import math\ndef f(n):\n    return math.factorial(n)",
+         {"test": "import math\ndef check(candidate):\n    assert candidate(2000) == math.factorial(2000)\n",
+          "entry_point": "f"}),
+        ("def f():\n    return {frozenset({1, 2}), frozenset({3})}",
+         {"test": "def check(candidate):\n    assert candidate() == {frozenset({1, 2}), frozenset({3})}\n",
+          "entry_point": "f"}),
+        ("def similar_elements(a, b):\n    return tuple(set(a) & set(b))",
+         {"test_list": ["assert set(similar_elements((3, 4, 5, 6), (5, 7, 4, 10))) == set((4, 5))"]}),
+        ("import sys\nsys.__stdout__.write('7\\n')", {"tests": [{"input": "", "output": "7"}]}),
+    ],
+)  # fmt: skip
+def test_correct_programs_in_less_common_forms_pass(reward, program, fields):
+    [score] = reward.score([Sample(completion=fenced(program), fields=fields)])
+    assert score.value == 1.0, (score.reason, score.details.get("tests"))
+
+
+def test_tests_passed_before_the_budget_ran_out_still_count():
+    reward = CodeExecutionReward(test_timeout_s=1.0, total_timeout_s=1.5)
+    program = "def f(x):\n    while x > 0:\n        pass\n    return x"
+    fields = {"fn_name": "f", "tests": [{"input": [0], "output": 0}] + [{"input": [1], "output": 1}] * 4}
+    [score] = reward.score([Sample(completion=fenced(program), fields=fields)])
+    reward.close()
+    assert score.value == pytest.approx(1 / 5)
+    assert [t["outcome"] for t in score.details["tests"]][:2] == ["passed", "timeout"]

@@ -240,3 +240,109 @@ def test_programs_sharing_a_sandbox_cannot_reach_each_other():
     assert lingerer.value == 1.0
     assert attacker.value == 0.0  # could not read the runner's memory
     assert observer.value == 1.0, observer.details["tests"]
+
+
+POISONER = (
+    "import os\n"
+    "os.chmod(os.path.join(os.getcwd(), 'program-output'), 0o400)\n"
+    "os.makedirs('/tmp/a/b/c', exist_ok=True)\n"
+    "for path in ('/tmp/a/b/c', '/tmp/a/b', '/tmp/a', '/tmp'):\n"
+    "    os.chmod(path, 0o500)\n"
+    "open('/dev/shm/oracle', 'w').write('guess 1')\n"
+    "import ctypes\n"
+    "shm = ctypes.CDLL(None).shmget(0, 1 << 20, 0o1600)\n"
+    "def f():\n    return shm\n"
+)
+WITNESS = (
+    "import os, glob\n"
+    "def g():\n"
+    "    here = os.getcwd()\n"
+    "    return [sorted(p for p in glob.glob('/tmp/*') + glob.glob('/dev/shm/*') if p != here),"
+    " open('/proc/sysvipc/shm').read().count('\\n') - 1]\n"
+)
+
+
+def test_a_program_cannot_poison_the_sandbox_for_the_next_ones():
+    reward = CodeExecutionReward(workers=1, test_timeout_s=2.0)
+    calls = lambda name, output: {"fn_name": name, "tests": [{"input": [], "output": output}]}  # noqa: E731
+    poisoner, witness, healthy = (
+        reward.score([sample])[0]
+        for sample in (
+            Sample(completion=f"```python\n{POISONER}```", fields=calls("f", -1)),  # SysV IPC is refused
+            Sample(completion=f"```python\n{WITNESS}```", fields=calls("g", [[], 0])),
+            Sample(completion="```python\ndef add(a, b):\n    return a + b\n```", fields=ADD_CALLS),
+        )
+    )
+    reward.close()
+    assert poisoner.value == 1.0, poisoner.details
+    assert witness.value == 1.0, witness.details["tests"]  # nothing left in /tmp, /dev/shm or SysV IPC
+    assert healthy.value == 1.0
+
+
+def test_code_in_a_chat_prompt_never_runs_outside_the_sandbox(tmp_path):
+    canary = tmp_path / "ran"
+    prompt = [
+        {"role": "user", "content": "Write add."},
+        {"role": "assistant", "content": f"```python\nopen({str(canary)!r}, 'w').write('x')\n```"},
+        {"role": "user", "content": "That failed, fix it."},
+    ]
+    reward = CodeExecutionReward()
+    [score] = reward.score(
+        [
+            Sample(
+                prompt=prompt, completion="```python\ndef add(a, b):\n    return a + b\n```", fields=ADD_CHECK
+            )
+        ]
+    )
+    reward.close()
+    assert score.value == 1.0 and not canary.exists()
+
+
+def test_big_integers_are_compared_exactly():
+    reward = CodeExecutionReward()
+    stdio = {"tests": [{"input": "", "output": "1000000000\n"}]}
+    calls = {"fn_name": "f", "tests": [{"input": [], "output": 123456789}]}
+    near_stdout, near_return = reward.score(
+        [Sample(completion="```python\nprint(1000000006)\n```", fields=stdio),
+         Sample(completion="```python\ndef f():\n    return 123456700.0\n```", fields=calls)]
+    )  # fmt: skip
+    reward.close()
+    assert near_stdout.value == 0.0 and near_return.value == 0.0
+
+
+def test_assert_true_lines_are_not_tests():
+    check = (
+        "def check(candidate):\n    assert candidate(2) == 4\n    assert True, 'filler'\n    assert True\n"
+    )
+    reward = CodeExecutionReward()
+    [score] = reward.score(
+        [
+            Sample(
+                completion="```python\ndef f(*a, **k):\n    return None\n```",
+                fields={"test": check, "entry_point": "f"},
+            )
+        ]
+    )
+    reward.close()
+    assert score.details["tests_total"] == 1 and score.value == 0.0
+
+
+def test_closing_stops_programs_in_flight():
+    import asyncio
+
+    reward = CodeExecutionReward(test_timeout_s=20.0, total_timeout_s=30.0)
+    spinner = Sample(
+        completion="```python\ndef add(a, b):\n    while True:\n        pass\n```", fields=ADD_CALLS
+    )
+
+    async def start_then_close():
+        task = asyncio.ensure_future(reward.ascore([spinner]))
+        await asyncio.sleep(1.0)
+        reward.close()
+        return await task
+
+    started = time.monotonic()
+    [score] = asyncio.run(start_then_close())
+    assert time.monotonic() - started < 8
+    assert not score.ok and "worker exited" in score.reason
+    assert sandbox_processes() == []

@@ -29,3 +29,11 @@ def test_apps_wraps_call_results_in_a_list():
     assert call_output_matches(5, [5])
     assert call_output_matches([5], [5])
     assert not call_output_matches(6, [5])
+
+
+def test_tolerance_only_for_expected_decimals():
+    assert not stdout_matches("1000000006", "1000000000")  # within 1e-6 relative, but an integer
+    assert not stdout_matches("1e9 2_000", "1000000000 2000")
+    assert stdout_matches("2.0000000001", "2.0")
+    assert not values_match(123456700.0, 123456789)
+    assert values_match(3.0, 3) and values_match(3, 3.0000000001)
