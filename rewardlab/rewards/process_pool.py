@@ -121,7 +121,9 @@ class KillableProcessPool:
 
     Args:
         size: Number of worker processes (and of tasks that run at once).
-        preload: Modules the forkserver imports once, so each worker starts warm.
+        preload: Modules the forkserver imports once, so each worker starts warm. The forkserver
+            is one per process: only the first pool's preload takes effect, later pools' workers
+            import what they need on first use.
         memory_limit_bytes: Address-space limit per worker (``RLIMIT_AS``); a task that exceeds it
             fails with a `TaskFailed` (MemoryError) or `WorkerCrashed`, never takes the host down.
 

@@ -14,7 +14,8 @@ Every sandboxed process is started as::
   seccomp filter against state that outlives processes (see `seccomp`).
 - An unprivileged user: root ignores ``RLIMIT_NPROC``, so a fork bomb is only bounded when the
   real user id is not 0. When rewardlab runs as root each worker uses its own uid from
-  `UID_RANGE` (no account is needed); otherwise the sandbox runs as the calling user.
+  `UID_RANGE` (no account is needed); otherwise the sandboxes run as the calling user and share
+  its process limit (a fork bomb in one can then keep another from starting processes).
 - A wall-clock deadline is enforced by the caller, which kills the process group: that takes the
   PID namespace, and with it every process the program started, down with it.
 

@@ -98,6 +98,7 @@ class MathAnswerReward(Reward):
     (an ok score: the model did not answer); a reference that cannot be read is a failure status.
 
     Example:
+        >>> from rewardlab import Sample
         >>> reward = MathAnswerReward()
         >>> sample = Sample(completion="So $\\\\boxed{\\\\frac{1}{2}}$.", reference="0.5")
         >>> [score.value for score in reward.score([sample])]
