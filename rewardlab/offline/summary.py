@@ -53,6 +53,8 @@ class Summary:
         skipped: Input rows skipped because their id was already in the output.
         scored: Rows scored (or reported as row errors) by this run.
         duplicate_ids: Input rows whose id repeats an earlier row's.
+        model_calls: Model calls the scores needed (judges), with ``cached_calls`` of them
+            answered by the cache; tokens and cost of the rest.
         wall_s: Wall time of this run.
     """
 
@@ -66,6 +68,11 @@ class Summary:
     scored: int = 0
     duplicate_ids: int = 0
     wall_s: float = 0.0
+    model_calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
     _value: _Mean = field(default_factory=_Mean, init=False, repr=False)
     _components: dict[str, _Mean] = field(default_factory=dict, init=False, repr=False)
 
@@ -81,6 +88,13 @@ class Summary:
                 self._components.setdefault(name, _Mean()).add(value)
         if "row_error" in (record.get("details") or {}):
             self.row_errors += 1
+        usage = record.get("usage")
+        if isinstance(usage, Mapping):
+            self.model_calls += int(usage.get("calls") or 0)
+            self.cached_calls += int(usage.get("cached_calls") or 0)
+            self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            self.completion_tokens += int(usage.get("completion_tokens") or 0)
+            self.cost_usd += float(usage.get("cost_usd") or 0.0)
 
     @property
     def mean_value(self) -> float | None:
@@ -109,6 +123,12 @@ class Summary:
             "skipped": self.skipped,
             "scored": self.scored,
             "duplicate_ids": self.duplicate_ids,
+            "model_calls": self.model_calls,
+            "cache_hits": self.cached_calls,
+            "cache_misses": self.model_calls - self.cached_calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
             "wall_s": self.wall_s,
             "rows_per_s": self.rows_per_s,
         }
@@ -124,6 +144,13 @@ class Summary:
         entries.append(("row errors", str(self.row_errors)))
         entries.append(("mean value", "-" if self.mean_value is None else f"{self.mean_value:.4f}"))
         entries += [(f"  {name}", f"{mean:.4f}") for name, mean in self.breakdown_means.items()]
+        if self.model_calls:
+            misses = self.model_calls - self.cached_calls
+            entries.append(
+                ("model calls", f"{self.model_calls} ({self.cached_calls} cache hits, {misses} misses)")
+            )
+            tokens = f"{self.prompt_tokens} prompt + {self.completion_tokens} completion"
+            entries.append(("tokens", f"{tokens}, ${self.cost_usd:.4f}"))
         rate = "-" if self.rows_per_s is None else f"{self.rows_per_s:.1f} rows/s"
         entries.append(("throughput", f"{rate} over {self.wall_s:.2f} s"))
         if self.skipped:

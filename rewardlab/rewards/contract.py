@@ -49,13 +49,29 @@ class InvalidInput(ValueError):
 
 @dataclass(slots=True)
 class Usage:
-    """What a score cost: model tokens, money, wall time, and whether a cache answered."""
+    """What a score cost: model calls and tokens, money, and time spent waiting on models.
+
+    Attributes:
+        prompt_tokens: Prompt tokens over all model calls (cached answers count 0).
+        completion_tokens: Completion tokens over all model calls (cached answers count 0).
+        cost_usd: Price of the calls, where the model has a known price.
+        latency_s: Time spent in model calls, summed over calls.
+        calls: Model calls the score needed.
+        cached_calls: How many of them a cache (or an identical request in the same batch)
+            answered.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
     latency_s: float = 0.0
-    cache_hit: bool = False
+    calls: int = 0
+    cached_calls: int = 0
+
+    @property
+    def cache_hit(self) -> bool:
+        """True when every call was answered from the cache."""
+        return self.calls > 0 and self.cached_calls == self.calls
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -63,8 +79,20 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.cost_usd + other.cost_usd,
             self.latency_s + other.latency_s,
-            self.cache_hit and other.cache_hit,
+            self.calls + other.calls,
+            self.cached_calls + other.cached_calls,
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost_usd": self.cost_usd,
+            "latency_s": self.latency_s,
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "cache_hit": self.cache_hit,
+        }
 
 
 def message_text(
@@ -186,15 +214,7 @@ class Score:
             "steps": self.steps,
             "breakdown": dict(self.breakdown),
             "reason": self.reason,
-            "usage": None
-            if self.usage is None
-            else {
-                "prompt_tokens": self.usage.prompt_tokens,
-                "completion_tokens": self.usage.completion_tokens,
-                "cost_usd": self.usage.cost_usd,
-                "latency_s": self.usage.latency_s,
-                "cache_hit": self.usage.cache_hit,
-            },
+            "usage": None if self.usage is None else self.usage.to_dict(),
             "details": self.details,
         }
 

@@ -39,6 +39,10 @@ BUILTIN_REWARDS: dict[str, str] = {
     "length": "rewardlab.rewards.shaping:LengthReward",
     "instruction_following": "rewardlab.rewards.instructions:InstructionFollowingReward",
     "code_execution": "rewardlab.rewards.code.reward:CodeExecutionReward",
+    "pointwise_judge": "rewardlab.judges.pointwise:PointwiseJudge",
+    "pairwise_judge": "rewardlab.judges.pairwise:PairwiseJudge",
+    "listwise_judge": "rewardlab.judges.listwise:ListwiseJudge",
+    "reference_scaffolded_judge": "rewardlab.judges.scaffolded:ReferenceScaffoldedJudge",
 }
 
 _user_rewards: dict[str, type[Reward]] = {}

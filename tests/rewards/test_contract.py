@@ -40,7 +40,7 @@ def test_to_dict_has_every_field():
         steps=[0.1, 0.9],
         breakdown={"a": 1.0},
         reason="r",
-        usage=Usage(prompt_tokens=3, cache_hit=True),
+        usage=Usage(prompt_tokens=3, calls=2, cached_calls=2),
         details={"x": [1]},
     )
     assert score.to_dict() == {
@@ -54,21 +54,27 @@ def test_to_dict_has_every_field():
             "completion_tokens": 0,
             "cost_usd": 0.0,
             "latency_s": 0.0,
+            "calls": 2,
+            "cached_calls": 2,
             "cache_hit": True,
         },
         "details": {"x": [1]},
     }
 
 
-def test_usage_adds_up_and_cache_hit_needs_both():
-    total = Usage(1, 2, 0.5, 1.0, True) + Usage(10, 20, 0.25, 2.0, False)
+def test_usage_adds_up_and_cache_hit_needs_every_call_cached():
+    cached = Usage(1, 2, 0.5, 1.0, calls=1, cached_calls=1)
+    total = cached + Usage(10, 20, 0.25, 2.0, calls=2, cached_calls=0)
     assert (total.prompt_tokens, total.completion_tokens, total.cost_usd, total.latency_s) == (
         11,
         22,
         0.75,
         3.0,
     )
+    assert (total.calls, total.cached_calls) == (3, 1)
+    assert cached.cache_hit is True
     assert total.cache_hit is False
+    assert Usage().cache_hit is False
 
 
 def test_completion_text_from_chat_messages():

@@ -1,6 +1,7 @@
 """Properties every built-in reward must have: it pickles (TRL ships reward functions to other
 processes), a malformed sample fails alone with a status, and threads can share it."""
 
+import os
 import pickle
 import threading
 
@@ -27,7 +28,13 @@ CONFIGS = {
         "routes": {"x": {"type": "repetition_penalty"}},
         "default": {"type": "regex_match", "pattern": "b"},
     },
+    # Judges on the embedded model, in process; no cache, so every call reaches the model.
+    "pointwise_judge": {"scale": [1, 5], "client": {"cache": None}},
+    "pairwise_judge": {"client": {"cache": None}},
+    "listwise_judge": {"mode": "best", "client": {"cache": None}},
+    "reference_scaffolded_judge": {"scaffold": "reference", "client": {"cache": None}},
 }
+JUDGES = {kind for kind in CONFIGS if kind.endswith("_judge")}
 SAMPLE = Sample(
     prompt="p",
     completion="<think>aa</think><answer>\\boxed{2}</answer> ```python\ndef f():\n    return 1\n```",
@@ -51,9 +58,23 @@ def test_every_builtin_has_a_config_here():
     assert set(CONFIGS) == set(BUILTIN_REWARDS)
 
 
+def build_for_test(kind):
+    if kind in JUDGES:
+        from rewardlab.judges.default_model import default_model_path
+        from rewardlab.optional import MissingDependency
+
+        try:
+            default_model_path()
+        except MissingDependency as error:
+            if not os.environ.get("CI"):
+                pytest.skip(str(error))
+            raise
+    return build({"type": kind, **CONFIGS[kind]})
+
+
 @pytest.mark.parametrize("kind", sorted(BUILTIN_REWARDS))
 def test_pickles_and_scores_the_same_after(kind):
-    reward = build({"type": kind, **CONFIGS[kind]})
+    reward = build_for_test(kind)
     copy = pickle.loads(pickle.dumps(reward))
     before, after = reward.score([SAMPLE])[0], copy.score([SAMPLE])[0]
     reward.close()
@@ -63,7 +84,7 @@ def test_pickles_and_scores_the_same_after(kind):
 
 @pytest.mark.parametrize("kind", sorted(BUILTIN_REWARDS))
 def test_malformed_samples_fail_alone(kind):
-    reward = build({"type": kind, **CONFIGS[kind]})
+    reward = build_for_test(kind)
     scores = reward.score([*MALFORMED, SAMPLE])
     reward.close()
     assert len(scores) == 4

@@ -1,0 +1,320 @@
+"""What every LLM judge shares: a backend behind a `JudgeClient`, a prompt template, how the
+verdict is asked for and read, and how a failed call or an unreadable verdict becomes a `Score`.
+
+How a verdict is asked for depends on what the backend can do:
+
+- ``reasoning`` (default ``"auto"``): the judge thinks first and ends with a JSON verdict; or,
+  with ``reasoning: false``, answers with the verdict alone. ``"auto"`` turns reasoning off for
+  backends with guided choice (the local model, vLLM with ``guided_choice``), where the answer is
+  then constrained to the valid labels, so even a tiny model gives a verdict that parses.
+- ``verdict_from`` (default ``"auto"``): with a backend that returns log-probabilities, the
+  score is the expectation over the judge's probabilities for each label at the verdict token
+  (G-Eval style) instead of the single label it wrote - a smoother, better-calibrated reward.
+  This needs labels that are single tokens, so it is used only when no label is a prefix of
+  another (1-5, yes/no, A/B/tie; not 1-10, where "1" starts "10").
+- With a backend that honours JSON schemas, the verdict is requested as structured output and
+  read strictly; otherwise the tolerant reader in `verdicts.py` applies.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rewardlab.judges.backend import Backend, ChatRequest
+from rewardlab.judges.backends import make_backend
+from rewardlab.judges.client import ClientOptions, Completion, JudgeClient
+from rewardlab.judges.prompts import JudgePrompt, transcript
+from rewardlab.judges.verdicts import LabelSet, Verdict, VerdictError, label_probabilities, read_label
+from rewardlab.rewards.contract import Reward, Sample, Score, Status, message_text
+from rewardlab.rewards.details import clipped
+
+Reasoning = bool | Literal["auto"]
+VerdictFrom = Literal["auto", "text", "logprobs"]
+EmptyCompletion = Literal["minimum", "judge"]
+
+#: Alternatives asked for at each token when verdicts are read from log-probabilities.
+TOP_LOGPROBS = 20
+#: How much of a judge's answer is kept in `Score.details`.
+ANSWER_CHARS = 8000
+
+
+@dataclass(slots=True)
+class Judgement:
+    """One judge call and the verdict read from it (or why none could be)."""
+
+    completion: Completion
+    verdict: Verdict | None = None
+    probabilities: dict[str, float] | None = None
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict is not None
+
+    @property
+    def answer(self) -> str:
+        return self.completion.response.text if self.completion.response is not None else ""
+
+    def distribution(self, labels: LabelSet) -> dict[str, float]:
+        """The judge's probability for each label: from log-probabilities when there were some,
+        else all on the label it wrote."""
+        if self.probabilities is not None:
+            return self.probabilities
+        assert self.verdict is not None
+        return {label: float(label == self.verdict.label) for label in labels.labels}
+
+    def failure(self, who: str) -> Score:
+        """The score for a call that failed or whose verdict could not be read."""
+        return call_failure(self.completion, self.problem, who)
+
+    def details(self) -> dict[str, Any]:
+        """What a score keeps about this call: the verdict, how it was read, the probabilities."""
+        assert self.verdict is not None
+        details: dict[str, Any] = {
+            "verdict": self.verdict.label,
+            "verdict_source": "logprobs" if self.probabilities is not None else self.verdict.source,
+        }
+        if self.probabilities is not None:
+            details["probabilities"] = {k: round(v, 6) for k, v in self.probabilities.items()}
+        if self.verdict.source != "bare":
+            details["judge_answer"] = clipped(self.answer, ANSWER_CHARS)
+        return details
+
+
+@dataclass(slots=True)
+class ListJudgement:
+    """One judge call whose verdict is a list (scores of G responses, labels of N steps)."""
+
+    completion: Completion
+    values: list[Any] | None = None
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.values is not None
+
+    def failure(self, who: str) -> Score:
+        return call_failure(self.completion, self.problem, who)
+
+
+def call_failure(completion: Completion, problem: str | None, who: str) -> Score:
+    """The score for a call that failed (its status and reason) or whose verdict could not be
+    read (``parse_error``, keeping the judge's answer)."""
+    if completion.response is None:
+        return Score.failure(completion.status, f"{who}: {completion.reason}", usage=completion.usage)
+    return Score.failure(
+        Status.PARSE_ERROR,
+        f"{who}: could not read the judge's verdict: {problem}",
+        usage=completion.usage,
+        details={"judge_answer": clipped(completion.response.text, ANSWER_CHARS)},
+    )
+
+
+class Judge(Reward):
+    """Base of the LLM judges (see the module docstring for how verdicts are asked for).
+
+    Args:
+        backend: Which model answers: a config mapping (``{"type": "openai", ...}``, see
+            `rewardlab.judges.backends`), a `Backend`, or None for the embedded SmolLM2.
+        client: Concurrency, retries, deadline, circuit breaker and cache (`ClientOptions` or
+            a mapping of its fields).
+        template: A template file of one's own, replacing the judge's built-in one.
+        template_dir: A folder searched for templates before the built-ins.
+        reasoning: Think before the verdict; ``"auto"`` is off exactly for guided-choice backends.
+        verdict_from: ``"text"``, ``"logprobs"`` (fails to build if the backend has none), or
+            ``"auto"`` (log-probabilities where the backend and labels allow).
+        temperature: Sampling temperature of judge calls (0: deterministic and cacheable).
+        max_tokens: Most tokens per answer; by default 1024 with reasoning (and for list verdicts,
+            which are always written out), 8 without.
+        empty_completion: ``"minimum"`` scores completions without a letter or digit as the
+            lowest value without asking the judge (an empty answer is never worth a call, and a
+            judge may be lenient to it); ``"judge"`` asks anyway.
+        name: The reward's name.
+    """
+
+    io_bound = True
+    #: The built-in template used when none is given.
+    default_template = ""
+
+    def __init__(
+        self,
+        *,
+        backend: Backend | Mapping[str, Any] | None = None,
+        client: ClientOptions | Mapping[str, Any] | None = None,
+        template: str | Path | None = None,
+        template_dir: str | Path | None = None,
+        reasoning: Reasoning = "auto",
+        verdict_from: VerdictFrom = "auto",
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        empty_completion: EmptyCompletion = "minimum",
+        name: str | None = None,
+    ):
+        self.backend = make_backend(backend)
+        options = client if isinstance(client, ClientOptions) else ClientOptions(**(client or {}))
+        self.client = JudgeClient(self.backend, options)
+        self.prompt = JudgePrompt(template or self.default_template, template_dir)
+        self.template_dir = template_dir
+        if reasoning not in (True, False, "auto"):
+            raise ValueError(f"reasoning must be true, false or 'auto', got {reasoning!r}")
+        self.reasoning = (not self.backend.supports_choices) if reasoning == "auto" else bool(reasoning)
+        if verdict_from not in ("auto", "text", "logprobs"):
+            raise ValueError(f"verdict_from must be 'auto', 'text' or 'logprobs', got {verdict_from!r}")
+        if verdict_from == "logprobs" and not self.backend.supports_logprobs:
+            raise ValueError(
+                "verdict_from='logprobs' needs a backend with log-probabilities; "
+                f"{self.backend.name} has none"
+            )
+        self.verdict_from = verdict_from
+        self.temperature = temperature
+        self.max_tokens = max_tokens or (1024 if self.reasoning else 8)
+        #: For answers that are always written out (lists of verdicts), whatever ``reasoning`` is.
+        self.written_max_tokens = max_tokens or 1024
+        if empty_completion not in ("minimum", "judge"):
+            raise ValueError(f"empty_completion must be 'minimum' or 'judge', got {empty_completion!r}")
+        self.empty_completion = empty_completion
+        if name is not None:
+            self.name = name
+
+    async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
+        async with self.backend.session():
+            return await self.judge_batch(samples)
+
+    @abc.abstractmethod
+    async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
+        """Score a batch (inside a backend session, so connections are closed after it)."""
+
+    def check_labels(self, labels: LabelSet) -> None:
+        """Refuse, at build time, log-probability verdicts that cannot be read from one token."""
+        if self.verdict_from == "logprobs" and not labels.prefix_free:
+            raise ValueError(
+                f"verdict_from='logprobs' needs labels that are not prefixes of each other; "
+                f"{labels.describe()} are not (use a scale within 0-9)"
+            )
+
+    def _wants_probabilities(self, labels: LabelSet) -> bool:
+        return self.verdict_from != "text" and self.backend.supports_logprobs and labels.prefix_free
+
+    async def ask(
+        self,
+        values: Mapping[str, Any],
+        labels: LabelSet,
+        key: str,
+        *,
+        prompt: JudgePrompt | None = None,
+        scale_max: int | None = None,
+    ) -> Judgement:
+        """Render ``prompt`` (the judge's own by default) with ``values``, call the judge, and read
+        the verdict under ``key`` from its answer."""
+        prompt = prompt or self.prompt
+        guided = not self.reasoning and self.backend.supports_choices
+        schema = (
+            _verdict_schema(key, labels) if self.reasoning and self.backend.supports_json_schema else None
+        )
+        request = ChatRequest.of(
+            prompt.render(**values, reasoning=self.reasoning),
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            top_logprobs=TOP_LOGPROBS if self._wants_probabilities(labels) else None,
+            choices=labels.labels if guided else None,
+            json_schema=schema,
+        )
+        completion = await self.client.complete(request, namespace=prompt.hash)
+        response = completion.response
+        if response is None:
+            return Judgement(completion)
+        try:
+            verdict = read_label(response.text, labels, key, strict=schema is not None, scale_max=scale_max)
+        except VerdictError as error:
+            cut = " (the answer was cut off at max_tokens)" if response.finish_reason == "length" else ""
+            return Judgement(completion, problem=f"{error}{cut}")
+        probabilities = label_probabilities(response, verdict, labels) if request.top_logprobs else None
+        return Judgement(completion, verdict, probabilities)
+
+    async def ask_list(
+        self,
+        values: Mapping[str, Any],
+        read: Callable[[str], list[Any]],
+        *,
+        prompt: JudgePrompt | None = None,
+    ) -> ListJudgement:
+        """Call the judge for a list verdict, read by ``read`` (which raises `VerdictError`).
+        The judge always writes these out (a list cannot be a guided choice), so ``reasoning``
+        does not apply."""
+        prompt = prompt or self.prompt
+        request = ChatRequest.of(
+            prompt.render(**values, reasoning=True),
+            temperature=self.temperature,
+            max_tokens=self.written_max_tokens,
+        )
+        completion = await self.client.complete(request, namespace=prompt.hash)
+        response = completion.response
+        if response is None:
+            return ListJudgement(completion)
+        try:
+            return ListJudgement(completion, read(response.text))
+        except VerdictError as error:
+            cut = " (the answer was cut off at max_tokens)" if response.finish_reason == "length" else ""
+            return ListJudgement(completion, problem=f"{error}{cut}")
+
+    async def ask_text(self, values: Mapping[str, Any], prompt: JudgePrompt, max_tokens: int) -> Completion:
+        """A free-text answer (no verdict), e.g. a grading scaffold."""
+        request = ChatRequest.of(prompt.render(**values), temperature=self.temperature, max_tokens=max_tokens)
+        return await self.client.complete(request, namespace=prompt.hash)
+
+    def is_trivial(self, text: str) -> bool:
+        """Whether ``text`` is scored the minimum without a call (see ``empty_completion``)."""
+        return self.empty_completion == "minimum" and not any(ch.isalnum() for ch in text)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def prompt_for_judge(sample: Sample) -> str:
+    """The prompt as the judge sees it: the text, or the conversation with roles."""
+    return transcript(sample.prompt, "prompt")
+
+
+def completion_for_judge(sample: Sample) -> str:
+    """The completion as the judge sees it: the assistant's text, or - when tools took part - the
+    whole exchange with roles."""
+    value = sample.completion
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        if all(isinstance(m, Mapping) and m.get("role") == "assistant" for m in value):
+            return message_text(value)
+        return transcript(value, "completion")
+    return message_text(value)
+
+
+def minimum_score(
+    value: float, reason: str = "the completion is empty: scored the minimum without a judge call"
+) -> Score:
+    """The score of a trivial completion."""
+    return Score(value=value, reason=reason, details={"judge": "skipped"})
+
+
+def scored(scores: list[Score | None]) -> list[Score]:
+    """The scores of a batch filled in piece by piece, checked to be complete."""
+    missing = [index for index, score in enumerate(scores) if score is None]
+    if missing:
+        raise RuntimeError(f"internal error: samples {missing} were not scored")
+    return [score for score in scores if score is not None]
+
+
+def _verdict_schema(key: str, labels: LabelSet) -> dict[str, Any]:
+    numeric = all(label.lstrip("-").isdigit() for label in labels.labels)
+    verdict = (
+        {"type": "integer", "enum": [int(x) for x in labels.labels]}
+        if numeric
+        else {"enum": list(labels.labels)}
+    )
+    return {
+        "type": "object",
+        "properties": {"reasoning": {"type": "string"}, key: verdict},
+        "required": ["reasoning", key],
+        "additionalProperties": False,
+    }

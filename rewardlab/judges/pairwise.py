@@ -1,0 +1,242 @@
+"""The pairwise judge: completions compared two at a time, always in both orders.
+
+LLM judges favour a position (often the first response) - a bias that a single order bakes into
+the reward. Every comparison is therefore asked twice, with the responses swapped, and the two
+verdicts are averaged: a split verdict (A wins, then A wins again - that is, each response wins
+once) is a tie. How often the two orders agree is reported as position consistency.
+
+A completion is compared either with the other completions of its prompt in the batch
+(``against: group``, round-robin, the GRPO setting) or with a baseline response from the
+sample's fields (``against: baseline``, Arena-Hard style).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from rewardlab.judges.judge import (
+    Judge,
+    Judgement,
+    completion_for_judge,
+    minimum_score,
+    prompt_for_judge,
+    scored,
+)
+from rewardlab.judges.verdicts import LabelSet
+from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status, Usage
+
+PAIR_LABELS = LabelSet(["A", "B", "tie"], aliases={"C": "tie", "draw": "tie", "equal": "tie"})
+
+
+@dataclass(slots=True)
+class Comparison:
+    """Both orders of one comparison: ``first`` shows x as A, ``second`` shows y as A."""
+
+    first: Judgement
+    second: Judgement
+
+    @property
+    def ok(self) -> bool:
+        return self.first.ok and self.second.ok
+
+    def preference(self) -> float:
+        """P(x beats y), ties counting half, averaged over the two orders."""
+        one, two = self.first.distribution(PAIR_LABELS), self.second.distribution(PAIR_LABELS)
+        return 0.5 * ((one["A"] + 0.5 * one["tie"]) + (two["B"] + 0.5 * two["tie"]))
+
+    def consistent(self) -> bool:
+        """Whether the two written verdicts name the same winner (or both a tie)."""
+        unswap = {"A": "B", "B": "A", "tie": "tie"}
+        return self.first.verdict.label == unswap[self.second.verdict.label]  # type: ignore[union-attr]
+
+    @property
+    def usage(self) -> Usage:
+        return self.first.completion.usage + self.second.completion.usage
+
+    def failure(self, who: str) -> Score:
+        failed = self.first if not self.first.ok else self.second
+        score = failed.failure(who)
+        score.usage = self.usage
+        return score
+
+
+class PairwiseJudge(Judge):
+    """Compares completions two at a time, in both orders.
+
+    Args:
+        against: ``"group"``: each completion against every other completion of the same prompt
+            in the batch (the value is its mean win probability); ``"baseline"``: against the
+            response in ``fields[baseline_field]`` (the value is the win probability).
+        baseline_field: The field holding the baseline response (``against: baseline``).
+        group_field: The field naming a sample's group; samples without it are grouped by prompt.
+        max_opponents: Compare each completion with at most this many others of its group
+            (its neighbours in batch order, wrapping around); None compares all pairs, which
+            costs G(G-1) calls for a group of G.
+        criteria: What to compare on, added to the prompt.
+        use_reference: Show the judge the sample's reference answer, when it has one.
+        **options: Backend, client, template and verdict options of `Judge`.
+
+    ``breakdown`` has ``win_rate`` and ``position_consistency`` (the share of comparisons whose
+    two orders agreed); ``details`` lists each comparison. Each comparison's usage is counted on
+    one of its two samples, so that usage adds up over a batch. A comparison that fails fails the
+    sample: a win rate over the comparisons that happened to succeed would be a different reward.
+    """
+
+    name = "pairwise_judge"
+    default_template = "pairwise.jinja"
+
+    def __init__(
+        self,
+        *,
+        against: Literal["group", "baseline"] = "group",
+        baseline_field: str = "baseline",
+        group_field: str = "group_id",
+        max_opponents: int | None = None,
+        criteria: str | None = None,
+        use_reference: bool = True,
+        **options: Any,
+    ):
+        if against not in ("group", "baseline"):
+            raise ValueError(f"against must be 'group' or 'baseline', got {against!r}")
+        if max_opponents is not None and max_opponents < 1:
+            raise ValueError("max_opponents must be at least 1")
+        super().__init__(**options)
+        self.check_labels(PAIR_LABELS)
+        self.against = against
+        self.baseline_field = baseline_field
+        self.group_field = group_field
+        self.max_opponents = max_opponents
+        self.criteria = criteria
+        self.use_reference = use_reference
+
+    async def compare(self, prompt: str, x: str, y: str, reference: str | None = None) -> Comparison:
+        """Both orders of x against y."""
+        base = {"prompt": prompt, "criteria": self.criteria, "reference": reference}
+        first, second = await asyncio.gather(
+            self.ask({**base, "response_a": x, "response_b": y}, PAIR_LABELS, "winner"),
+            self.ask({**base, "response_a": y, "response_b": x}, PAIR_LABELS, "winner"),
+        )
+        return Comparison(first, second)
+
+    async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
+        scores: list[Score | None] = [None] * len(samples)
+        texts: dict[int, tuple[str, str]] = {}
+        for index, sample in enumerate(samples):
+            try:
+                texts[index] = (prompt_for_judge(sample), completion_for_judge(sample))
+            except InvalidInput as error:
+                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+                continue
+            if self.is_trivial(texts[index][1]):
+                scores[index] = minimum_score(0.0)
+                del texts[index]
+        if self.against == "baseline":
+            await asyncio.gather(*(self._against_baseline(samples, i, texts[i], scores) for i in texts))
+        else:
+            await self._round_robin(samples, texts, scores)
+        return scored(scores)
+
+    async def _against_baseline(
+        self, samples: Sequence[Sample], index: int, text: tuple[str, str], scores: list[Score | None]
+    ) -> None:
+        sample = samples[index]
+        baseline = (
+            sample.reference if self.baseline_field == "reference" else sample.fields.get(self.baseline_field)
+        )
+        if not isinstance(baseline, str) or not baseline.strip():
+            scores[index] = Score.failure(
+                Status.INVALID_INPUT,
+                f"{sample.label(index)}: {self.baseline_field}: a baseline response (text) is needed "
+                "to compare with",
+            )
+            return
+        reference = sample.reference if self.use_reference and self.baseline_field != "reference" else None
+        comparison = await self.compare(text[0], text[1], baseline, reference)
+        scores[index] = self._score([(comparison, False, "baseline")], sample.label(index))
+
+    async def _round_robin(
+        self, samples: Sequence[Sample], texts: dict[int, tuple[str, str]], scores: list[Score | None]
+    ) -> None:
+        groups: dict[Any, list[int]] = defaultdict(list)
+        for index in texts:
+            groups[self._group_key(samples[index], texts[index][0])].append(index)
+        pairs = {pair for members in groups.values() for pair in self._pairs(members)}
+        ordered = sorted(pairs)
+        results = await asyncio.gather(
+            *(
+                self.compare(texts[i][0], texts[i][1], texts[j][1], self._reference(samples[i]))
+                for i, j in ordered
+            )
+        )
+        by_sample: dict[int, list[tuple[Comparison, bool, str]]] = defaultdict(list)
+        for (i, j), comparison in zip(ordered, results, strict=True):
+            by_sample[i].append((comparison, False, samples[j].id or f"#{j}"))
+            by_sample[j].append((comparison, True, samples[i].id or f"#{i}"))
+        for members in groups.values():
+            for index in members:
+                who = samples[index].label(index)
+                if len(members) == 1:
+                    scores[index] = Score.failure(
+                        Status.NOT_APPLICABLE,
+                        f"{who}: no other non-empty completion of this prompt in the batch to compare with",
+                    )
+                else:
+                    scores[index] = self._score(by_sample[index], who)
+
+    def _pairs(self, members: list[int]) -> list[tuple[int, int]]:
+        size = len(members)
+        if self.max_opponents is None or self.max_opponents >= size - 1:
+            return list(itertools.combinations(members, 2))
+        # Each member against its next ceil(k/2) neighbours: everyone meets about k others.
+        reach = max(1, (self.max_opponents + 1) // 2)
+        pairs = set()
+        for position, member in enumerate(members):
+            for step in range(1, reach + 1):
+                other = members[(position + step) % size]
+                if other != member:
+                    pairs.add((min(member, other), max(member, other)))
+        return sorted(pairs)
+
+    def _group_key(self, sample: Sample, prompt: str) -> Any:
+        value = sample.fields.get(self.group_field)
+        return ("field", str(value)) if value is not None else ("prompt", prompt)
+
+    def _reference(self, sample: Sample) -> str | None:
+        return sample.reference if self.use_reference else None
+
+    def _score(self, comparisons: list[tuple[Comparison, bool, str]], who: str) -> Score:
+        # A comparison serves both of its samples; its calls are counted once, on the first.
+        usage = sum((c.usage for c, swapped, _ in comparisons if not swapped), Usage())
+        for comparison, _, opponent in comparisons:
+            if not comparison.ok:
+                score = comparison.failure(f"{who} vs {opponent}")
+                score.usage = usage
+                return score
+        preferences, consistent, listed = [], 0, []
+        for comparison, swapped, opponent in comparisons:
+            preference = comparison.preference()
+            if swapped:
+                preference = 1.0 - preference
+            preferences.append(preference)
+            consistent += comparison.consistent()
+            listed.append(
+                {
+                    "opponent": opponent,
+                    "win_probability": round(preference, 6),
+                    "verdicts": [comparison.first.verdict.label, comparison.second.verdict.label],  # type: ignore[union-attr]
+                    "consistent": comparison.consistent(),
+                    "swapped": swapped,
+                }
+            )
+        win_rate = sum(preferences) / len(preferences)
+        return Score(
+            value=win_rate,
+            breakdown={"win_rate": win_rate, "position_consistency": consistent / len(comparisons)},
+            usage=usage,
+            details={"comparisons": listed},
+        )

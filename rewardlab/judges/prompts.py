@@ -1,0 +1,92 @@
+"""Judge prompts: jinja2 templates in files, which users can override.
+
+A template is one file with a ``system`` block and a ``user`` block; each becomes a chat message.
+The built-in templates live in ``rewardlab/judges/templates/``. A judge's ``template`` option
+takes a path to a file of one's own, and ``template_dir`` a folder searched before the built-ins
+(so a file there named like a built-in replaces it).
+
+Untrusted text reaches a template only through the ``fence`` filter (see `fence.py`), and jinja2
+never evaluates ``{{ ... }}`` inside a value, so a completion cannot inject template code either.
+Rendering is strict: a misspelt variable is an error, not an empty string.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from rewardlab.judges.fence import fence
+from rewardlab.rewards.contract import InvalidInput, message_text
+
+
+class JudgePrompt:
+    """One loaded template.
+
+    Args:
+        name: A built-in template name (``"pointwise_scale.jinja"``) or a path to a template file.
+        template_dir: A folder searched before the built-ins.
+    """
+
+    def __init__(self, name: str | Path, template_dir: str | Path | None = None):
+        self._arguments = (name, template_dir)
+        loaders: list[jinja2.BaseLoader] = []
+        path = Path(name)
+        if path.is_file():
+            loaders.append(jinja2.FileSystemLoader(str(path.parent)))
+            name = path.name
+        if template_dir is not None:
+            loaders.append(jinja2.FileSystemLoader(str(template_dir)))
+        loaders.append(jinja2.PackageLoader("rewardlab.judges", "templates"))
+        environment = jinja2.Environment(
+            loader=jinja2.ChoiceLoader(loaders),
+            undefined=jinja2.StrictUndefined,
+            autoescape=False,
+            keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        environment.filters["fence"] = fence
+        try:
+            self.template = environment.get_template(str(name))
+        except jinja2.TemplateNotFound:
+            raise FileNotFoundError(f"no judge template {str(name)!r} (a path, or a built-in name)") from None
+        missing = {"system", "user"} - set(self.template.blocks)
+        if missing:
+            raise ValueError(f"judge template {name!r} lacks the block(s) {sorted(missing)}")
+        source = environment.loader.get_source(environment, str(name))[0]  # type: ignore[union-attr]
+        #: Part of every cache key, so that editing a template never replays stale answers.
+        self.hash = hashlib.sha256(source.encode()).hexdigest()[:16]
+
+    def __getstate__(self) -> tuple[str | Path, str | Path | None]:
+        return self._arguments  # a jinja2 environment does not pickle; it is rebuilt from these
+
+    def __setstate__(self, state: tuple[str | Path, str | Path | None]) -> None:
+        self.__init__(*state)
+
+    def render(self, **values: Any) -> list[dict[str, str]]:
+        """The chat messages for ``values``: a system message (if the block is not empty) and a
+        user message."""
+        context = self.template.new_context(values)
+        system = "".join(self.template.blocks["system"](context)).strip()
+        user = "".join(self.template.blocks["user"](context)).strip()
+        messages = [{"role": "system", "content": system}] if system else []
+        return [*messages, {"role": "user", "content": user}]
+
+
+def transcript(value: str | Sequence[Mapping[str, Any]] | None, field_name: str) -> str:
+    """A prompt or completion as text for a judge: chat messages become ``role: content`` turns, so
+    the judge sees who said what."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if not isinstance(value, Sequence):
+        raise InvalidInput(field_name, f"must be text or a list of chat messages, got {type(value).__name__}")
+    turns = []
+    for message in value:
+        text = message_text([message], roles=(), field_name=field_name)
+        if text:
+            turns.append(f"{message.get('role', 'unknown')}: {text}")
+    return "\n\n".join(turns)

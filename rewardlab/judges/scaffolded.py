@@ -1,0 +1,317 @@
+"""The reference-scaffolded judge (ExpRL): a hidden reference solution becomes a problem-specific
+grading scaffold, and the judge grades each rollout against it - the whole rollout (outcome
+level) or each segment of it (process level).
+
+The point, as in ExpRL, is dense credit on hard problems: a rollout that makes real progress
+but does not finish earns reward that a final-answer check would never give. The reference is
+used only here, in the judge's prompts; the policy is trained on the original prompt alone.
+`Score.details` keeps the judge's answers, which may quote the reference: they are for logs and
+reports, never for anything the policy is shown.
+
+The scaffold comes from, in order: the sample's ``fields["scaffold"]`` (precomputed); the
+reference itself (``scaffold: reference``); or one judge call per distinct problem that turns the
+reference into a grading guide of milestones and pitfalls (``scaffold: generate``, cached like
+every call).
+
+At process level the rollout is split into segments (`rewardlab.rewards.steps.split_segments`)
+and every segment gets a label - progress, neutral or error - worth 1, 0 and -1 by default.
+``Score.steps`` holds the segment values and ``Score.value`` their aggregate (a named choice,
+``mean`` by default). When several rollouts of one problem are in the batch, each also gets
+``details["step_advantages"]``: the process-supervision advantage (see
+`rewardlab.rewards.steps.process_advantages`) with which ExpRL's process rewards enter GRPO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rewardlab.judges.client import Completion
+from rewardlab.judges.judge import (
+    Judge,
+    Judgement,
+    call_failure,
+    completion_for_judge,
+    minimum_score,
+    prompt_for_judge,
+    scored,
+)
+from rewardlab.judges.prompts import JudgePrompt
+from rewardlab.judges.verdicts import LabelSet, read_label_list
+from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status, Usage
+from rewardlab.rewards.steps import Aggregate, aggregate_steps, process_advantages, split_segments
+
+DEFAULT_STEP_LABELS = {"progress": 1.0, "neutral": 0.0, "error": -1.0}
+
+
+@dataclass(slots=True)
+class _Task:
+    """One sample to grade: its texts and where its scaffold comes from."""
+
+    index: int
+    prompt: str
+    completion: str
+    reference: str
+    problem_key: str
+
+
+class ReferenceScaffoldedJudge(Judge):
+    """Grades rollouts against a scaffold built from a hidden reference solution.
+
+    Args:
+        level: ``"outcome"`` (one score for the rollout) or ``"process"`` (one per segment).
+        scaffold: ``"generate"`` (a judge call writes a grading guide from the reference) or
+            ``"reference"`` (the reference itself is the guide).
+        scaffold_field: Field holding a precomputed scaffold, which takes precedence.
+        scaffold_template: Template file for scaffold generation, replacing the built-in one.
+        scaffold_max_words: Length asked of a generated scaffold.
+        show_reference: Show the judge the reference solution beside the scaffold.
+        scale: ``[low, high]`` integers for outcome scores.
+        normalize: Map outcome scores to [0, 1].
+        step_labels: Segment labels and their values, in order: progress, neutral, error.
+        process_calls: ``"one"`` call labels every segment; ``"per_segment"`` asks about each
+            segment with what came before it (costlier, but works with guided choice and yields
+            label probabilities); ``"auto"`` is per segment exactly when reasoning is off.
+        max_segments: Segments per rollout at most (adjacent ones are merged beyond it).
+        aggregate: How segment values fold into the value: min, last, mean, sum or product.
+        group_field: The field naming a sample's group (for step advantages); by default the
+            prompt groups.
+        **options: Backend, client, template and verdict options of `Judge`.
+    """
+
+    name = "reference_scaffolded_judge"
+    default_template = "scaffolded_outcome.jinja"
+
+    def __init__(
+        self,
+        *,
+        level: Literal["outcome", "process"] = "outcome",
+        scaffold: Literal["generate", "reference"] = "generate",
+        scaffold_field: str = "scaffold",
+        scaffold_template: str | Path | None = None,
+        scaffold_max_words: int = 250,
+        show_reference: bool = True,
+        scale: Sequence[int] = (0, 10),
+        normalize: bool = True,
+        step_labels: Mapping[str, float] | None = None,
+        process_calls: Literal["auto", "one", "per_segment"] = "auto",
+        max_segments: int = 12,
+        aggregate: Aggregate = "mean",
+        group_field: str = "group_id",
+        **options: Any,
+    ):
+        if level not in ("outcome", "process"):
+            raise ValueError(f"level must be 'outcome' or 'process', got {level!r}")
+        if scaffold not in ("generate", "reference"):
+            raise ValueError(f"scaffold must be 'generate' or 'reference', got {scaffold!r}")
+        if process_calls not in ("auto", "one", "per_segment"):
+            raise ValueError(f"process_calls must be 'auto', 'one' or 'per_segment', got {process_calls!r}")
+        if len(scale) != 2 or not all(isinstance(x, int) for x in scale) or scale[0] >= scale[1]:
+            raise ValueError(f"scale must be [low, high] integers with low < high, got {scale!r}")
+        step_labels = dict(step_labels or DEFAULT_STEP_LABELS)
+        if len(step_labels) != 3:
+            raise ValueError("step_labels needs three labels: progress, neutral, error (in that order)")
+        aggregate_steps([1.0], aggregate)  # fail at build time on an unknown rule
+        super().__init__(**options)
+        self.level = level
+        self.per_segment = process_calls == "per_segment" or (process_calls == "auto" and not self.reasoning)
+        if level == "process" and options.get("template") is None:
+            name = "scaffolded_segment.jinja" if self.per_segment else "scaffolded_process.jinja"
+            self.prompt = JudgePrompt(name, self.template_dir)
+        self.scaffold_prompt = JudgePrompt(scaffold_template or "scaffold.jinja", self.template_dir)
+        self.scaffold = scaffold
+        self.scaffold_field = scaffold_field
+        self.scaffold_max_words = scaffold_max_words
+        self.show_reference = show_reference
+        self.low, self.high = scale
+        self.normalize = normalize
+        self.outcome_labels = LabelSet([str(x) for x in range(self.low, self.high + 1)])
+        self.step_values = step_labels
+        self.step_labels = LabelSet(list(step_labels))
+        self.max_segments = max_segments
+        self.aggregate = aggregate
+        self.group_field = group_field
+
+    async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
+        scores: list[Score | None] = [None] * len(samples)
+        tasks: list[_Task] = []
+        for index, sample in enumerate(samples):
+            try:
+                task = self._task(sample, index)
+            except InvalidInput as error:
+                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+                continue
+            if self.is_trivial(task.completion):
+                scores[index] = minimum_score(
+                    0.0 if self.normalize or self.level == "process" else float(self.low)
+                )
+                continue
+            tasks.append(task)
+        scaffolds = await self._scaffolds(samples, tasks)
+        graded = await asyncio.gather(
+            *(self._grade(samples[t.index], t, scaffolds[t.problem_key]) for t in tasks)
+        )
+        for task, score in zip(tasks, graded, strict=True):
+            scores[task.index] = score
+        if self.level == "process":
+            self._add_step_advantages(samples, tasks, scores)
+        return scored(scores)
+
+    def _task(self, sample: Sample, index: int) -> _Task:
+        prompt, completion = prompt_for_judge(sample), completion_for_judge(sample)
+        precomputed = sample.fields.get(self.scaffold_field)
+        reference = sample.reference
+        if not isinstance(reference, str) or not reference.strip():
+            if precomputed is None or self.show_reference:
+                raise InvalidInput(
+                    "reference", "the reference-scaffolded judge needs the hidden reference solution"
+                )
+            reference = ""
+        if precomputed is not None and not isinstance(precomputed, str):
+            raise InvalidInput(
+                self.scaffold_field, f"a scaffold must be text, got {type(precomputed).__name__}"
+            )
+        key = hashlib.sha256(f"{prompt}\0{reference}\0{precomputed}".encode()).hexdigest()[:16]
+        return _Task(index, prompt, completion, reference, key)
+
+    async def _scaffolds(self, samples: Sequence[Sample], tasks: list[_Task]) -> dict[str, Completion | str]:
+        """One scaffold per distinct problem: the text, or the failed call that should have made it."""
+        first: dict[str, _Task] = {}
+        for task in tasks:
+            first.setdefault(task.problem_key, task)
+
+        async def make(task: _Task) -> Completion | str:
+            precomputed = samples[task.index].fields.get(self.scaffold_field)
+            if precomputed is not None:
+                return precomputed
+            if self.scaffold == "reference":
+                return task.reference
+            values = {
+                "prompt": task.prompt,
+                "reference": task.reference,
+                "max_words": self.scaffold_max_words,
+            }
+            return await self.ask_text(values, self.scaffold_prompt, max_tokens=4 * self.scaffold_max_words)
+
+        made = await asyncio.gather(*(make(task) for task in first.values()))
+        return dict(zip(first, made, strict=True))
+
+    async def _grade(self, sample: Sample, task: _Task, scaffold: Completion | str) -> Score:
+        who = sample.label(task.index)
+        scaffold_usage = Usage()
+        if isinstance(scaffold, Completion):
+            # The call is shared by the problem's samples; its usage is reported on each, as the
+            # cache does for repeated calls (only the first is a miss).
+            scaffold_usage = scaffold.usage
+            if scaffold.response is None:
+                return call_failure(scaffold, None, f"{who} (grading scaffold)")
+            if not scaffold.response.text.strip():
+                return Score.failure(
+                    Status.PARSE_ERROR,
+                    f"{who}: the judge wrote an empty grading scaffold",
+                    usage=scaffold_usage,
+                )
+            scaffold_text = scaffold.response.text.strip()
+        else:
+            scaffold_text = scaffold
+        values = {
+            "prompt": task.prompt,
+            "scaffold": scaffold_text,
+            "reference": task.reference,
+            "show_reference": self.show_reference,
+            "completion": task.completion,
+            "low": self.low,
+            "high": self.high,
+            "labels": self.step_labels.labels,
+        }
+        if self.level == "outcome":
+            score = await self._grade_outcome(values, who)
+        else:
+            score = await self._grade_process(values, task.completion, who)
+        score.usage = scaffold_usage + (score.usage or Usage())
+        score.details["scaffold_id"] = hashlib.sha256(scaffold_text.encode()).hexdigest()[:16]
+        return score
+
+    async def _grade_outcome(self, values: dict[str, Any], who: str) -> Score:
+        judgement = await self.ask(values, self.outcome_labels, "score", scale_max=self.high)
+        if not judgement.ok:
+            return judgement.failure(who)
+        raw = sum(int(label) * p for label, p in judgement.distribution(self.outcome_labels).items())
+        value = (raw - self.low) / (self.high - self.low) if self.normalize else raw
+        return Score(
+            value=value,
+            breakdown={"score": raw},
+            usage=judgement.completion.usage,
+            details=judgement.details(),
+        )
+
+    async def _grade_process(self, values: dict[str, Any], completion: str, who: str) -> Score:
+        spans = split_segments(completion, self.max_segments)
+        segments = [completion[start:end] for start, end in spans]
+        if self.per_segment:
+            judgements = await asyncio.gather(
+                *(
+                    self.ask(
+                        {**values, "segment": segment, "earlier": completion[: spans[k][0]].strip()},
+                        self.step_labels,
+                        "label",
+                    )
+                    for k, segment in enumerate(segments)
+                )
+            )
+            usage = sum((j.completion.usage for j in judgements), Usage())
+            failed = next((j for j in judgements if not j.ok), None)
+            if failed is not None:
+                failure = failed.failure(f"{who} segment {judgements.index(failed) + 1}")
+                failure.usage = usage
+                return failure
+            steps = [self._expected_value(j) for j in judgements]
+            labels = [j.verdict.label for j in judgements]  # type: ignore[union-attr]
+        else:
+            listed = await self.ask_list(
+                {**values, "segments": segments},
+                lambda text: read_label_list(text, self.step_labels, "segments", len(segments)),
+            )
+            usage = listed.completion.usage
+            if not listed.ok:
+                return listed.failure(who)
+            labels = listed.values or []
+            steps = [self.step_values[label] for label in labels]
+        return Score(
+            value=aggregate_steps(steps, self.aggregate),
+            steps=steps,
+            breakdown={label: float(labels.count(label)) for label in self.step_labels.labels},
+            usage=usage,
+            details={
+                "segments": [list(span) for span in spans],
+                "labels": labels,
+                "aggregate": self.aggregate,
+            },
+        )
+
+    def _expected_value(self, judgement: Judgement) -> float:
+        distribution = judgement.distribution(self.step_labels)
+        return sum(self.step_values[label] * p for label, p in distribution.items())
+
+    def _add_step_advantages(
+        self, samples: Sequence[Sample], tasks: list[_Task], scores: list[Score | None]
+    ) -> None:
+        groups: dict[Any, list[int]] = defaultdict(list)
+        for task in tasks:
+            score = scores[task.index]
+            if score is not None and score.ok and score.steps:
+                field = samples[task.index].fields.get(self.group_field)
+                groups[("field", str(field)) if field is not None else ("prompt", task.prompt)].append(
+                    task.index
+                )
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            advantages = process_advantages([scores[i].steps for i in members])  # type: ignore[union-attr,misc]
+            for index, values in zip(members, advantages, strict=True):
+                scores[index].details["step_advantages"] = [round(v, 6) for v in values]  # type: ignore[union-attr]
