@@ -174,7 +174,8 @@ class Backend(abc.ABC):
 
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[None]:
-        """Use the backend for a while on the running loop (a judge wraps each batch in one).
+        """Use the backend for a while on the running loop (`JudgeClient.session` wraps each
+        judge batch in one).
 
         Connections are closed when the last session of a loop ends - while the loop still
         runs. Left to the garbage collector, an HTTP client is closed later from whatever loop

@@ -53,12 +53,22 @@ class CircuitBreaker:
             self._probing = False
 
     def failed(self, error: str) -> None:
+        """An attempt failed. A failed probe reopens the circuit for another cooldown; failures
+        of calls already in flight when it opened do not extend the cooldown."""
         with self._lock:
             self._failures += 1
             self._last_error = error
-            if self._probing or self._failures >= self.threshold:
+            if self._probing:
                 self._opened_at = time.monotonic()
                 self._probing = False
+            elif self._opened_at is None and self._failures >= self.threshold:
+                self._opened_at = time.monotonic()
+
+    def abandoned(self) -> None:
+        """An attempt ended without an outcome (it was cancelled): if it was the probe, the next
+        call may probe instead - otherwise the circuit would never close again."""
+        with self._lock:
+            self._probing = False
 
     @property
     def is_open(self) -> bool:

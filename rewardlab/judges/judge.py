@@ -19,7 +19,7 @@ How a verdict is asked for depends on what the backend can do:
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +27,7 @@ from typing import Any, Literal
 from rewardlab.judges.backend import Backend, ChatRequest
 from rewardlab.judges.backends import make_backend
 from rewardlab.judges.client import ClientOptions, Completion, JudgeClient
+from rewardlab.judges.fence import Fence
 from rewardlab.judges.prompts import JudgePrompt, transcript
 from rewardlab.judges.verdicts import LabelSet, Verdict, VerdictError, label_probabilities, read_label
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, message_text
@@ -127,12 +128,13 @@ class Judge(Reward):
         reasoning: Think before the verdict; ``"auto"`` is off exactly for guided-choice backends.
         verdict_from: ``"text"``, ``"logprobs"`` (fails to build if the backend has none), or
             ``"auto"`` (log-probabilities where the backend and labels allow).
-        temperature: Sampling temperature of judge calls (0: deterministic and cacheable).
+        temperature: Sampling temperature of judge calls (default 0: deterministic, and answers
+            are cached; above 0 they are cached only for requests with a seed).
         max_tokens: Most tokens per answer; by default 1024 with reasoning (and for list verdicts,
             which are always written out), 8 without.
-        empty_completion: ``"minimum"`` scores completions without a letter or digit as the
-            lowest value without asking the judge (an empty answer is never worth a call, and a
-            judge may be lenient to it); ``"judge"`` asks anyway.
+        empty_completion: ``"minimum"`` gives completions without a letter or digit the lowest
+            value the judge can give, without asking it (an empty answer is never worth a call,
+            and a judge may be lenient to it); ``"judge"`` asks anyway.
         name: The reward's name.
     """
 
@@ -181,12 +183,12 @@ class Judge(Reward):
             self.name = name
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
-        async with self.backend.session():
+        async with self.client.session():
             return await self.judge_batch(samples)
 
     @abc.abstractmethod
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
-        """Score a batch (inside a backend session, so connections are closed after it)."""
+        """Score a batch (inside a client session, so connections are closed after it)."""
 
     def check_labels(self, labels: LabelSet) -> None:
         """Refuse, at build time, log-probability verdicts that cannot be read from one token."""
@@ -215,8 +217,9 @@ class Judge(Reward):
         schema = (
             _verdict_schema(key, labels) if self.reasoning and self.backend.supports_json_schema else None
         )
+        messages, fences = prompt.render_with_fences(**values, reasoning=self.reasoning)
         request = ChatRequest.of(
-            prompt.render(**values, reasoning=self.reasoning),
+            messages,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             top_logprobs=TOP_LOGPROBS if self._wants_probabilities(labels) else None,
@@ -228,7 +231,14 @@ class Judge(Reward):
         if response is None:
             return Judgement(completion)
         try:
-            verdict = read_label(response.text, labels, key, strict=schema is not None, scale_max=scale_max)
+            verdict = read_label(
+                response.text,
+                labels,
+                key,
+                fences=fences,
+                strict=schema is not None,
+                scale_max=scale_max,
+            )
         except VerdictError as error:
             cut = " (the answer was cut off at max_tokens)" if response.finish_reason == "length" else ""
             return Judgement(completion, problem=f"{error}{cut}")
@@ -238,16 +248,17 @@ class Judge(Reward):
     async def ask_list(
         self,
         values: Mapping[str, Any],
-        read: Callable[[str], list[Any]],
+        read: Callable[[str, Collection[Fence]], list[Any]],
         *,
         prompt: JudgePrompt | None = None,
     ) -> ListJudgement:
-        """Call the judge for a list verdict, read by ``read`` (which raises `VerdictError`).
-        The judge always writes these out (a list cannot be a guided choice), so ``reasoning``
-        does not apply."""
+        """Call the judge for a list verdict, read by ``read(answer, fences)`` (which raises
+        `VerdictError`). The judge always writes these out (a list cannot be a guided choice), so
+        ``reasoning`` does not apply."""
         prompt = prompt or self.prompt
+        messages, fences = prompt.render_with_fences(**values, reasoning=True)
         request = ChatRequest.of(
-            prompt.render(**values, reasoning=True),
+            messages,
             temperature=self.temperature,
             max_tokens=self.written_max_tokens,
         )
@@ -256,7 +267,7 @@ class Judge(Reward):
         if response is None:
             return ListJudgement(completion)
         try:
-            return ListJudgement(completion, read(response.text))
+            return ListJudgement(completion, read(response.text, fences))
         except VerdictError as error:
             cut = " (the answer was cut off at max_tokens)" if response.finish_reason == "length" else ""
             return ListJudgement(completion, problem=f"{error}{cut}")

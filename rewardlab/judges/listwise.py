@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import random
 from collections import defaultdict
 from collections.abc import Sequence
@@ -30,8 +31,8 @@ class ListwiseJudge(Judge):
     Args:
         mode: ``"scores"`` or ``"best"`` (see the module docstring).
         scale: ``[low, high]`` integers for ``scores`` mode.
-        orderings: How many orderings of the group to ask about (1: as given; 2 adds the
-            reversed order; more add seeded shuffles).
+        orderings: How many different orderings of the group to ask about (1: as given; 2 adds
+            the reversed order; more add seeded shuffles; at most G! for a group of G).
         group_field: The field naming a sample's group; samples without it are grouped by prompt.
         max_group_size: Refuse larger groups (status ``invalid_input``): a judge's context and
             attention are finite. ``best`` mode reads log-probabilities only up to 9 completions
@@ -71,6 +72,11 @@ class ListwiseJudge(Judge):
         self.mode = mode
         self.low, self.high = scale
         self.orderings = orderings
+        if self.verdict_from == "logprobs" and (mode == "scores" or max_group_size > 9):
+            raise ValueError(
+                "verdict_from='logprobs' reads the best completion's number from one token: it needs "
+                "mode 'best' and max_group_size <= 9"
+            )
         self.group_field = group_field
         self.max_group_size = max_group_size
         self.criteria = criteria
@@ -99,15 +105,18 @@ class ListwiseJudge(Judge):
         return scored(scores)
 
     def _orders(self, prompt: str, size: int) -> list[list[int]]:
-        """The orderings asked about: as given, reversed, then shuffles seeded by the prompt (so a
-        rerun asks the same questions and hits the cache)."""
-        orders = [list(range(size)), list(range(size))[::-1]][: self.orderings]
+        """The orderings asked about, all different (at most G! of them): as given, reversed,
+        then shuffles seeded by the prompt (so a rerun asks the same questions and hits the
+        cache)."""
+        wanted = min(self.orderings, math.factorial(size))
+        orders = [list(range(size)), list(range(size))[::-1]][:wanted]
         seed = int(hashlib.sha256(prompt.encode()).hexdigest()[:8], 16)
         shuffler = random.Random(seed)
-        while len(orders) < self.orderings:
+        while len(orders) < wanted:
             order = list(range(size))
             shuffler.shuffle(order)
-            orders.append(order)
+            if order not in orders:
+                orders.append(order)
         return orders
 
     async def _judge_group(
@@ -179,7 +188,10 @@ class ListwiseJudge(Judge):
         values = {**base, "responses": shown}
         if self.mode == "scores":
             judgement = await self.ask_list(
-                values, lambda text: read_number_list(text, "scores", len(shown), self.low, self.high)
+                values,
+                lambda text, fences: read_number_list(
+                    text, "scores", len(shown), self.low, self.high, fences=fences
+                ),
             )
             usage = judgement.completion.usage
             if not judgement.ok:

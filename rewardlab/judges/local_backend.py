@@ -4,6 +4,7 @@ a worker thread so that the event loop stays free while it generates."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,12 @@ class LocalBackend(Backend):
     supports_choices = True
 
     def __init__(self, model: str | Path | None = None, *, dtype: str = "float32", device: str = "cpu"):
-        self.path = Path(model).expanduser() if model is not None else default_model_path()
+        self.path = (Path(model).expanduser() if model is not None else default_model_path()).resolve()
         self.dtype = dtype
         self.device = device
-        self.name = f"local:{self.path.name}"
+        # The cache key's backend identity: the weights (where they are, and when they last
+        # changed) and how they are loaded.
+        self.name = f"local:{self.path}:{_last_modified(self.path)}:{dtype}"
         self._model: LocalChatModel | None = None
 
     def loaded(self) -> LocalChatModel:
@@ -42,8 +45,14 @@ class LocalBackend(Backend):
         return self._model
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        # A thread cannot be killed; a cancelled call (past its deadline) tells the generation to
+        # stop at its next token instead, so it does not hold the model for the calls after it.
+        cancelled = threading.Event()
         try:
-            return await asyncio.to_thread(lambda: self.loaded().complete(request))
+            return await asyncio.to_thread(lambda: self.loaded().complete(request, cancelled))
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
         except BackendError:
             raise
         except Exception as error:
@@ -62,3 +71,10 @@ class LocalBackend(Backend):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+
+def _last_modified(path: Path) -> int:
+    """When the weights last changed: the file's mtime, or the newest of a folder's files."""
+    if path.is_dir():
+        return max((child.stat().st_mtime_ns for child in path.iterdir() if child.is_file()), default=0)
+    return path.stat().st_mtime_ns if path.exists() else 0

@@ -62,15 +62,17 @@ class LocalChatModel:
         self.pad_token_id = pad if pad is not None else self.tokenizer.eos_token_id
         self._lock = threading.Lock()
 
-    def complete(self, request: ChatRequest) -> ChatResponse:
-        """Answer one request (blocking; call it from a worker thread in async code)."""
+    def complete(self, request: ChatRequest, cancelled: threading.Event | None = None) -> ChatResponse:
+        """Answer one request (blocking; call it from a worker thread in async code). Generation
+        stops at the next token once ``cancelled`` is set."""
         prompt_ids = self._prompt_ids(request)
-        with self._lock, self.torch.inference_mode():
+        with self._lock, self.torch.inference_mode(), self.torch.random.fork_rng(devices=[]):
+            # fork_rng: a request's seed must not reseed the process's global generator.
             if request.seed is not None:
                 self.torch.manual_seed(request.seed)
             if request.choices:
                 return self._choose(prompt_ids, request)
-            return self._generate(prompt_ids, request)
+            return self._generate(prompt_ids, request, cancelled or threading.Event())
 
     def _prompt_ids(self, request: ChatRequest) -> Any:
         encoded = self.tokenizer.apply_chat_template(
@@ -87,7 +89,7 @@ class LocalChatModel:
             )
         return prompt_ids
 
-    def _generate(self, prompt_ids: Any, request: ChatRequest) -> ChatResponse:
+    def _generate(self, prompt_ids: Any, request: ChatRequest, cancelled: threading.Event) -> ChatResponse:
         sampling = (
             {"do_sample": True, "temperature": request.temperature, "top_k": 0}
             if request.temperature > 0
@@ -101,6 +103,7 @@ class LocalChatModel:
             output_logits=True,
             return_dict_in_generate=True,
             pad_token_id=self.pad_token_id,
+            stopping_criteria=[lambda *_, **__: cancelled.is_set()],
             **sampling,
             **stopping,
         )

@@ -27,10 +27,18 @@ def read_response(body: Any) -> ChatResponse:
     """A `ChatResponse` from a chat-completion response body.
 
     Raises:
-        BackendError: (retryable) when the body has no choice or the choice has no message - a
-            broken or overloaded server, not an answer.
+        BackendError: (retryable) when the body is not a well-formed answer - no choice, no
+            message, fields of the wrong type: a broken or overloaded server, not an answer.
     """
-    body = plain(body)
+    try:
+        return _read(plain(body))
+    except BackendError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise BackendError(f"malformed response: {type(error).__name__}: {error}", retryable=True) from None
+
+
+def _read(body: Any) -> ChatResponse:
     if not isinstance(body, Mapping):
         raise BackendError(
             f"malformed response: expected a JSON object, got {type(body).__name__}", retryable=True

@@ -74,9 +74,10 @@ class PairwiseJudge(Judge):
             response in ``fields[baseline_field]`` (the value is the win probability).
         baseline_field: The field holding the baseline response (``against: baseline``).
         group_field: The field naming a sample's group; samples without it are grouped by prompt.
-        max_opponents: Compare each completion with at most this many others of its group
-            (its neighbours in batch order, wrapping around); None compares all pairs, which
-            costs G(G-1) calls for a group of G.
+        max_opponents: Compare each completion with this many others of its group (neighbours
+            in batch order, wrapping around; off by one for one member when the group size and
+            this are both odd); None compares all pairs, which costs G(G-1) calls for a group
+            of G.
         criteria: What to compare on, added to the prompt.
         use_reference: Show the judge the sample's reference answer, when it has one.
         **options: Backend, client, template and verdict options of `Judge`.
@@ -192,14 +193,21 @@ class PairwiseJudge(Judge):
         size = len(members)
         if self.max_opponents is None or self.max_opponents >= size - 1:
             return list(itertools.combinations(members, 2))
-        # Each member against its next ceil(k/2) neighbours: everyone meets about k others.
-        reach = max(1, (self.max_opponents + 1) // 2)
+        # A ring: each member meets its k // 2 nearest neighbours on each side and, for odd k, the
+        # member opposite it (i with i + G // 2, which no ring step reaches since k < G - 1).
+        # Everyone meets k others, except when G and k are both odd: then the last member has
+        # no one opposite and meets k - 1 (or, for k = 1, the first member, who meets 2).
         pairs = set()
         for position, member in enumerate(members):
-            for step in range(1, reach + 1):
+            for step in range(1, self.max_opponents // 2 + 1):
                 other = members[(position + step) % size]
-                if other != member:
-                    pairs.add((min(member, other), max(member, other)))
+                pairs.add((min(member, other), max(member, other)))
+        if self.max_opponents % 2:
+            for position in range(size // 2):
+                a, b = members[position], members[position + size // 2]
+                pairs.add((min(a, b), max(a, b)))
+            if size % 2 and self.max_opponents == 1:
+                pairs.add((min(members[0], members[-1]), max(members[0], members[-1])))
         return sorted(pairs)
 
     def _group_key(self, sample: Sample, prompt: str) -> Any:

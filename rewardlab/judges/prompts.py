@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from rewardlab.judges.fence import fence
+from rewardlab.judges.fence import Fence, fence
 from rewardlab.rewards.contract import InvalidInput, message_text
 
 
@@ -49,7 +49,7 @@ class JudgePrompt:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        environment.filters["fence"] = fence
+        environment.filters["fence"] = _fence_filter
         try:
             self.template = environment.get_template(str(name))
         except jinja2.TemplateNotFound:
@@ -70,11 +70,26 @@ class JudgePrompt:
     def render(self, **values: Any) -> list[dict[str, str]]:
         """The chat messages for ``values``: a system message (if the block is not empty) and a
         user message."""
-        context = self.template.new_context(values)
+        return self.render_with_fences(**values)[0]
+
+    def render_with_fences(self, **values: Any) -> tuple[list[dict[str, str]], set[Fence]]:
+        """The chat messages, and the fences the template made around untrusted text (the only
+        ones whose quotes the verdict reader may hide)."""
+        made: set[Fence] = set()
+        context = self.template.new_context({**values, _FENCES: made})
         system = "".join(self.template.blocks["system"](context)).strip()
         user = "".join(self.template.blocks["user"](context)).strip()
         messages = [{"role": "system", "content": system}] if system else []
-        return [*messages, {"role": "user", "content": user}]
+        return [*messages, {"role": "user", "content": user}], made
+
+
+_FENCES = "_rewardlab_fences"
+
+
+@jinja2.pass_context
+def _fence_filter(context: Any, text: object, label: str) -> str:
+    """The ``fence`` filter: fences ``text`` and records the fence for this rendering."""
+    return fence(text, label, context.get(_FENCES))
 
 
 def transcript(value: str | Sequence[Mapping[str, Any]] | None, field_name: str) -> str:

@@ -136,6 +136,7 @@ class ReferenceScaffoldedJudge(Judge):
         self.max_segments = max_segments
         self.aggregate = aggregate
         self.group_field = group_field
+        self.check_labels(self.outcome_labels if level == "outcome" else self.step_labels)
 
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
@@ -147,20 +148,30 @@ class ReferenceScaffoldedJudge(Judge):
                 scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
                 continue
             if self.is_trivial(task.completion):
-                scores[index] = minimum_score(
-                    0.0 if self.normalize or self.level == "process" else float(self.low)
-                )
+                scores[index] = minimum_score(self._minimum())
                 continue
             tasks.append(task)
         scaffolds = await self._scaffolds(samples, tasks)
+        first_of_problem = {task.problem_key: task.index for task in reversed(tasks)}
         graded = await asyncio.gather(
-            *(self._grade(samples[t.index], t, scaffolds[t.problem_key]) for t in tasks)
+            *(
+                self._grade(
+                    samples[t.index], t, scaffolds[t.problem_key], first_of_problem[t.problem_key] == t.index
+                )
+                for t in tasks
+            )
         )
         for task, score in zip(tasks, graded, strict=True):
             scores[task.index] = score
         if self.level == "process":
             self._add_step_advantages(samples, tasks, scores)
         return scored(scores)
+
+    def _minimum(self) -> float:
+        """The lowest value a rollout can get: an empty one gets it without a call."""
+        if self.level == "process":
+            return aggregate_steps([min(self.step_values.values())], self.aggregate)
+        return 0.0 if self.normalize else float(self.low)
 
     def _task(self, sample: Sample, index: int) -> _Task:
         prompt, completion = prompt_for_judge(sample), completion_for_judge(sample)
@@ -201,13 +212,13 @@ class ReferenceScaffoldedJudge(Judge):
         made = await asyncio.gather(*(make(task) for task in first.values()))
         return dict(zip(first, made, strict=True))
 
-    async def _grade(self, sample: Sample, task: _Task, scaffold: Completion | str) -> Score:
+    async def _grade(self, sample: Sample, task: _Task, scaffold: Completion | str, first: bool) -> Score:
         who = sample.label(task.index)
         scaffold_usage = Usage()
         if isinstance(scaffold, Completion):
-            # The call is shared by the problem's samples; its usage is reported on each, as the
-            # cache does for repeated calls (only the first is a miss).
-            scaffold_usage = scaffold.usage
+            # One call serves all the problem's samples: the first is charged for it, the others
+            # count it as answered from the cache, so that usage adds up over a batch.
+            scaffold_usage = scaffold.usage if first else Usage(calls=1, cached_calls=1)
             if scaffold.response is None:
                 return call_failure(scaffold, None, f"{who} (grading scaffold)")
             if not scaffold.response.text.strip():
@@ -275,7 +286,9 @@ class ReferenceScaffoldedJudge(Judge):
         else:
             listed = await self.ask_list(
                 {**values, "segments": segments},
-                lambda text: read_label_list(text, self.step_labels, "segments", len(segments)),
+                lambda text, fences: read_label_list(
+                    text, self.step_labels, "segments", len(segments), fences=fences
+                ),
             )
             usage = listed.completion.usage
             if not listed.ok:

@@ -4,10 +4,12 @@ Every judge verdict is one label out of a known set (a score on a scale, yes/no,
 best of G, a step label) or a list of them. The reader looks, in order of trust, for:
 
 1. the last JSON object in the answer that has the verdict key (what the prompts ask for);
-2. unless ``strict``, the last explicit verdict statement: ``[[7]]``, ``Score: 7``, ``7/10``;
+2. unless ``strict``, an explicit verdict statement - the last ``[[7]]``; else the last
+   ``Score: 7`` (a verdict word, then ``:`` or ``=``); else, on a numeric scale, the last ``7/10``;
 3. an answer that is nothing but a label (verdict-only prompts, guided choice).
 
-Text the judge quotes back from inside a fence (the completion, say, with its own fake
+In statements a one-letter label must be written in its case ("A", not the article "a"). Text
+the judge quotes back from inside a fence of the prompt (the completion, say, with its own fake
 "Score: 10") is blanked out first, so only the judge's own words can carry the verdict. Finding
 nothing, or a value outside the label set, raises `VerdictError`: the score becomes
 ``parse_error`` with the raw answer kept, never a guessed number.
@@ -18,15 +20,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rewardlab.judges.backend import ChatResponse
-from rewardlab.judges.fence import blank_fenced
+from rewardlab.judges.fence import Fence, UnclosedFence, blank_fenced
 
-#: Words that introduce a verdict in free text ("Score: 7", "Winner - A", "Verdict = yes").
-VERDICT_WORDS = ("score", "rating", "grade", "verdict", "winner", "answer", "label", "best", "decision")
+#: Words that introduce a verdict in free text ("Score: 7", "Winner = A", "Verdict: yes").
+VERDICT_WORDS = ("score", "rating", "grade", "verdict", "winner", "label", "best", "decision")
 
 
 class VerdictError(ValueError):
@@ -59,7 +61,12 @@ class LabelSet:
             if label not in self.labels:
                 raise ValueError(f"alias {alias!r} names an unknown label {label!r}")
             self._spellings[alias.lower()] = label
-        alternatives = "|".join(re.escape(s) for s in sorted(self._spellings, key=len, reverse=True))
+        # Searched case-insensitively, except one-letter spellings: upper case only, so that the
+        # article "a" is not the verdict "A".
+        alternatives = "|".join(
+            f"(?-i:{spelling.upper()})" if len(spelling) == 1 and spelling.isalpha() else re.escape(spelling)
+            for spelling in sorted(self._spellings, key=len, reverse=True)
+        )
         self.pattern = f"(?<![\\w.])(?:{alternatives})(?![\\w]|\\.\\d)"
 
     @property
@@ -99,7 +106,13 @@ def json_objects(text: str) -> list[tuple[int, int, Any]]:
 
 
 def read_label(
-    answer: str, labels: LabelSet, key: str, *, strict: bool = False, scale_max: int | None = None
+    answer: str,
+    labels: LabelSet,
+    key: str,
+    *,
+    fences: Collection[Fence] = (),
+    strict: bool = False,
+    scale_max: int | None = None,
 ) -> Verdict:
     """The verdict labelled ``key`` in ``answer`` (see the module docstring for the order).
 
@@ -107,10 +120,12 @@ def read_label(
         answer: The judge's answer.
         labels: The valid labels.
         key: The JSON key holding the verdict (``"score"``, ``"winner"``, ...).
+        fences: The fences the judge made in its prompt (`JudgePrompt.render_with_fences`),
+            whose quotes are not read.
         strict: Accept only JSON and bare-label answers, not verdict statements in prose.
         scale_max: For numeric scales, also read ``7/10`` and ``7 out of 10`` with this maximum.
     """
-    visible = blank_fenced(answer)
+    visible = _visible(answer, fences)
     for start, end, value in reversed(json_objects(visible)):
         if isinstance(value, dict) and key in value:
             return _json_verdict(visible[start:end], start, key, value[key], labels)
@@ -138,30 +153,39 @@ def _json_verdict(body: str, start: int, key: str, value: Any, labels: LabelSet)
     return Verdict(label, start + match.start(1), start + match.end(1), "json")
 
 
+def _visible(answer: str, fences: Collection[Fence]) -> str:
+    try:
+        return blank_fenced(answer, fences)
+    except UnclosedFence as error:
+        raise VerdictError(str(error)) from None
+
+
 def _last_statement(text: str, labels: LabelSet, scale_max: int | None) -> Verdict | None:
+    """The last statement of the most explicit kind present (see the module docstring)."""
     words = "|".join(VERDICT_WORDS)
     patterns = [
         rf"\[\[\s*({labels.pattern})\s*\]\]",
-        rf"\b(?:{words})\b\**\s*(?:is\s*)?[:=\-]?\s*\**\s*\(?({labels.pattern})",
+        rf"\b(?:{words})\b\**\s*[:=]\s*\**\s*\(?({labels.pattern})",
     ]
     if scale_max is not None:
         patterns.append(rf"({labels.pattern})\s*(?:/|out of)\s*{scale_max}\b")
-    best: re.Match[str] | None = None
     for pattern in patterns:
-        for match in re.finditer(pattern, text, flags=re.IGNORECASE):
-            if best is None or match.start(1) > best.start(1):
-                best = match
-    if best is None:
-        return None
-    label = labels.canonical(best.group(1))
-    return None if label is None else Verdict(label, best.start(1), best.end(1), "text")
+        matches = list(re.finditer(pattern, text, flags=re.IGNORECASE))
+        if matches:
+            last = matches[-1]
+            label = labels.canonical(last.group(1))
+            if label is not None:
+                return Verdict(label, last.start(1), last.end(1), "text")
+    return None
 
 
-def read_label_list(answer: str, labels: LabelSet, key: str, count: int) -> list[str]:
+def read_label_list(
+    answer: str, labels: LabelSet, key: str, count: int, *, fences: Collection[Fence] = ()
+) -> list[str]:
     """A list of ``count`` labels under ``key`` in the last JSON object that has it, given as a
     list (``{"labels": ["progress", ...]}``) or as numbered entries (``{"1": ..., "2": ...}`` or
     ``[{"segment": 1, "label": ...}, ...]``)."""
-    values = _json_list(answer, key, count)
+    values = _json_list(answer, key, count, fences)
     result = []
     for index, value in enumerate(values, start=1):
         label = labels.canonical(value)
@@ -171,9 +195,11 @@ def read_label_list(answer: str, labels: LabelSet, key: str, count: int) -> list
     return result
 
 
-def read_number_list(answer: str, key: str, count: int, low: float, high: float) -> list[float]:
+def read_number_list(
+    answer: str, key: str, count: int, low: float, high: float, *, fences: Collection[Fence] = ()
+) -> list[float]:
     """A list of ``count`` numbers in ``[low, high]`` under ``key`` (forms as `read_label_list`)."""
-    values = _json_list(answer, key, count)
+    values = _json_list(answer, key, count, fences)
     result = []
     for index, value in enumerate(values, start=1):
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
@@ -184,8 +210,8 @@ def read_number_list(answer: str, key: str, count: int, low: float, high: float)
     return result
 
 
-def _json_list(answer: str, key: str, count: int) -> list[Any]:
-    visible = blank_fenced(answer)
+def _json_list(answer: str, key: str, count: int, fences: Collection[Fence]) -> list[Any]:
+    visible = _visible(answer, fences)
     for _, _, value in reversed(json_objects(visible)):
         if isinstance(value, dict) and key in value:
             return _numbered(value[key], key, count)
@@ -232,6 +258,8 @@ def label_probabilities(
     """
     if response.logprobs is None or verdict.start < 0:
         return None
+    if "".join(token.token for token in response.logprobs) != response.text:
+        return None  # tokens given as bytes, or cut: offsets into the text would drift
     written = response.text[verdict.start : verdict.end]
     offset = 0
     for token in response.logprobs:

@@ -30,6 +30,24 @@ def test_a_failed_probe_reopens_the_circuit():
     assert breaker.allow() is not None
 
 
+def test_failures_in_flight_do_not_extend_the_cooldown():
+    breaker = CircuitBreaker(threshold=1, cooldown_s=0.2)
+    breaker.failed("down")
+    time.sleep(0.12)
+    breaker.failed("a call that was already in flight")
+    time.sleep(0.1)
+    assert breaker.allow() is None  # 0.22 s after opening: the probe
+
+
+def test_an_abandoned_probe_lets_the_next_call_probe():
+    breaker = CircuitBreaker(threshold=1, cooldown_s=0.05)
+    breaker.failed("down")
+    time.sleep(0.06)
+    assert breaker.allow() is None
+    breaker.abandoned()  # the probe was cancelled: no outcome
+    assert breaker.allow() is None
+
+
 def test_a_success_resets_the_count():
     breaker = CircuitBreaker(threshold=2, cooldown_s=10)
     breaker.failed("x")

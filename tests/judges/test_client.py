@@ -3,6 +3,7 @@ SDK, litellm, and the lean aiohttp one): retries, deadlines, the circuit breaker
 deduplication, caching and usage."""
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -35,10 +36,10 @@ def client_for(kind, server, **options):
 
 
 def call(client, request=REQUEST):
-    """One call on a fresh event loop, inside a backend session as judges make them."""
+    """One call on a fresh event loop, inside a client session as judges make them."""
 
     async def run():
-        async with client.backend.session():
+        async with client.session():
             return await client.complete(request)
 
     return asyncio.run(run())
@@ -122,7 +123,7 @@ def test_identical_requests_in_flight_are_sent_once(kind, scripted):
     client = client_for(kind, scripted)
 
     async def many():
-        async with client.backend.session():
+        async with client.session():
             return await asyncio.gather(*(client.complete(REQUEST) for _ in range(8)))
 
     outcomes = asyncio.run(many())
@@ -165,7 +166,7 @@ def test_concurrency_is_bounded(kind, scripted):
     async def run():
         requests = [ChatRequest.of([{"role": "user", "content": f"q{i}"}]) for i in range(9)]
         started = time.monotonic()
-        async with client.backend.session():
+        async with client.session():
             await asyncio.gather(*(client.complete(r) for r in requests))
         return time.monotonic() - started
 
@@ -192,3 +193,52 @@ def test_clients_survive_one_event_loop_per_call(kind, scripted):
     for i in range(3):  # Reward.score makes a new loop each time
         request = ChatRequest.of([{"role": "user", "content": f"loop {i}"}])
         assert call(client, request).ok
+
+
+def test_a_malformed_field_is_a_failed_call_not_a_crash(kind, scripted):
+    logprobs = {"content": [{"token": "4", "logprob": None}]}
+    broken = Reply(raw_body=json.dumps({"choices": [{"message": {"content": "4"}, "logprobs": logprobs}]}))
+    scripted.script(broken, broken)
+    request = ChatRequest.of([{"role": "user", "content": "grade"}], top_logprobs=2)
+    outcome = call(client_for(kind, scripted, max_attempts=2), request)
+    assert outcome.response is None and outcome.status is Status.BACKEND_ERROR
+    assert "malformed" in outcome.reason
+
+
+def test_an_unreadable_cache_is_a_miss_with_a_warning(kind, scripted, tmp_path, caplog):
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(b"this is not a database" * 100)
+    scripted.script(Reply(text="fresh"))
+    with caplog.at_level("WARNING", logger="rewardlab.judges.client"):
+        outcome = call(client_for(kind, scripted, cache=str(path)))
+    assert outcome.ok and outcome.response.text == "fresh"
+    assert "could not be read" in caplog.text
+
+
+def test_a_cancelled_probe_does_not_jam_the_circuit(kind, scripted):
+    client = client_for(kind, scripted, max_attempts=1, breaker_threshold=1, breaker_cooldown_s=0.2)
+    scripted.script(Reply(status=500), Reply(text="slow", delay_s=3.0))
+    assert call(client).status is Status.BACKEND_ERROR  # opens the circuit
+    time.sleep(0.25)
+
+    async def give_up_on_the_probe():
+        async with client.session():
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(
+                    client.complete(ChatRequest.of([{"role": "user", "content": "probe"}])), 0.2
+                )
+
+    asyncio.run(give_up_on_the_probe())  # the loop's end cancels the probe's call
+    scripted.script(Reply(text="back"))
+    outcome = call(client, ChatRequest.of([{"role": "user", "content": "after"}]))
+    assert outcome.ok and outcome.response.text == "back", outcome.reason
+
+
+def test_unseeded_samples_are_fresh_draws(kind, scripted, tmp_path):
+    scripted.default = Reply(text="draw")
+    client = client_for(kind, scripted, cache=str(tmp_path / "cache.sqlite"))
+    sampled = ChatRequest.of([{"role": "user", "content": "q"}], temperature=0.7)
+    seeded = ChatRequest.of([{"role": "user", "content": "q"}], temperature=0.7, seed=3)
+    for request in (sampled, sampled, seeded, seeded):
+        assert call(client, request).ok
+    assert len(scripted.requests) == 3  # two unseeded draws, one seeded answer then a cache hit

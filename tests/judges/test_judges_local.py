@@ -80,8 +80,11 @@ def test_listwise_scores_never_guesses(local_server):
     scores = run({"type": "listwise_judge", "mode": "scores", "max_tokens": 48}, local_server, "openai")
     for score in scores:
         assert score.status in (Status.OK, Status.PARSE_ERROR)
-        if score.status is Status.PARSE_ERROR:
-            assert score.value is None and "judge_answer" in score.details
+        if score.ok:
+            assert 0.0 <= score.value <= 1.0 and 1.0 <= score.breakdown["score"] <= 10.0
+        else:
+            assert "no verdict" in score.reason or "entries" in score.reason or "cut off" in score.reason
+            assert score.details["judge_answer"]
 
 
 @pytest.mark.parametrize("kind", ["openai", "http"])
@@ -97,6 +100,8 @@ def test_reference_scaffolded_outcome_and_process(local_server, kind, tmp_path):
     assert all(s.ok and 0.0 <= s.value <= 1.0 for s in outcome), outcome
     process = run({**config, "level": "process"}, local_server, kind, cache)
     assert all(s.ok for s in process), process
+    if kind == "openai":  # the generated scaffold came from the cache the second time
+        assert process[0].usage.cached_calls >= 1 and outcome[0].usage.cached_calls == 0
     for score, completion in zip(process, COMPLETIONS, strict=True):
         assert len(score.steps) == len(score.details["segments"]) >= 1
         assert all(-1.0 <= step <= 1.0 for step in score.steps)
@@ -117,29 +122,40 @@ def test_reasoning_judges_parse_or_say_why(local_server):
     )
     for score in reward.score(samples()[:2]):
         assert score.status in (Status.OK, Status.PARSE_ERROR)
-        assert (score.value is None) == (score.status is Status.PARSE_ERROR)
-        if not score.ok:
-            assert score.reason and score.details["judge_answer"]
+        if score.ok:
+            assert score.details["verdict_source"] in ("json", "text", "bare")
+        else:
+            assert "could not read the judge's verdict" in score.reason and score.details["judge_answer"]
 
 
-def test_async_trl_reward_function(local_server):
-    reward = build(
-        {"type": "pairwise_judge", "backend": backend("openai", local_server), "client": {"cache": None}}
-    )
+@pytest.mark.parametrize(
+    ("config", "metric"),
+    [
+        ({"type": "pointwise_judge", "scale": [1, 5]}, "score"),
+        ({"type": "pairwise_judge"}, "position_consistency"),
+        ({"type": "listwise_judge", "mode": "best"}, "best_probability"),
+        ({"type": "reference_scaffolded_judge", "scaffold": "reference"}, "score"),
+    ],
+    ids=["pointwise", "pairwise", "listwise", "scaffolded"],
+)
+def test_every_judge_as_an_async_trl_reward_function(local_server, config, metric):
+    reward = build({**config, "backend": backend("openai", local_server), "client": {"cache": None}})
     func = as_reward_func(reward)
-    assert isinstance(func, AsyncRewardFunc)
-    metrics = {}
+    assert isinstance(func, AsyncRewardFunc) and func.__name__ == config["type"]
+    metrics, extra = {}, {}
     values = asyncio.run(
         func(
-            prompts=[PROMPT] * 2,
-            completions=COMPLETIONS[:2],
+            prompts=[[{"role": "user", "content": PROMPT}]] * 2,
+            completions=[[{"role": "assistant", "content": c}] for c in COMPLETIONS[:2]],
             completion_ids=[[1], [2]],
             answer=[REFERENCE] * 2,
             log_metric=metrics.__setitem__,
+            log_extra=extra.__setitem__,
         )
     )
-    assert len(values) == 2 and sum(values) == pytest.approx(1.0)
-    assert "pairwise_judge/position_consistency" in metrics
+    assert len(values) == 2 and all(isinstance(v, float) and 0.0 <= v <= 1.0 for v in values)
+    assert f"{config['type']}/{metric}" in metrics and metrics[f"{config['type']}/failed_frac"] == 0.0
+    assert extra[f"{config['type']}/status"] == ["ok", "ok"]
 
 
 def test_every_judge_through_the_cli_with_a_persistent_cache(local_server, tmp_path):

@@ -102,6 +102,12 @@ def test_truncated_answer_says_so(scripted):
     assert score.status is Status.PARSE_ERROR and "cut off at max_tokens" in score.reason
 
 
+def test_a_numeric_reference_is_shown_as_text(scripted):
+    scripted.script(Reply(text='{"score": 9}'))
+    score = judge("pointwise_judge", scripted).score([Sample(prompt="2+2?", completion="4", reference=4)])[0]
+    assert score.ok and [text for _, text in fenced(scripted.requests[0], "REFERENCE")] == ["4"]
+
+
 def test_empty_completions_get_the_minimum_without_a_call(scripted):
     scores = judge("pointwise_judge", scripted).score([Sample(completion="  ...  "), Sample(completion="")])
     assert [s.value for s in scores] == [0.0, 0.0]
@@ -232,13 +238,14 @@ def test_a_failed_comparison_fails_the_sample_not_a_silent_score(scripted):
     assert "500" in scores[0].reason
 
 
-def test_max_opponents_limits_the_calls(scripted):
+@pytest.mark.parametrize(("size", "opponents"), [(6, 2), (6, 3), (8, 5)])
+def test_max_opponents_limits_the_calls(scripted, size, opponents):
     scripted.default = Reply(text='{"winner": "tie"}')
-    samples = [Sample(prompt="q", completion=str(i)) for i in range(6)]
-    scores = judge("pairwise_judge", scripted, max_opponents=2).score(samples)
+    samples = [Sample(prompt="q", completion=str(i)) for i in range(size)]
+    scores = judge("pairwise_judge", scripted, max_opponents=opponents).score(samples)
     assert all(s.ok for s in scores)
-    assert len(scripted.requests) == 2 * 6  # a ring: six pairs, both orders
-    assert all(len(s.details["comparisons"]) == 2 for s in scores)
+    assert all(len(s.details["comparisons"]) == opponents for s in scores)
+    assert len(scripted.requests) == 2 * size * opponents // 2  # pairs, both orders
 
 
 # Listwise
@@ -291,6 +298,18 @@ def test_listwise_parse_error_fails_the_group_with_the_answer_kept(scripted):
     assert "missing ['2']" in scores[0].reason and scores[1].details["judge_answer"] == '{"scores": {"1": 5}}'
 
 
+def test_listwise_orderings_are_all_different(scripted):
+    scripted.default = lambda body: _scores_answer(body, {"a": 2, "b": 8})
+    scores = judge("listwise_judge", scripted, orderings=4).score(
+        [Sample(prompt="q", completion=c) for c in "ab"]
+    )
+    assert [s.breakdown["score"] for s in scores] == [2.0, 8.0]
+    assert sorted(tuple(t for _, t in fenced_numbered(b)) for b in scripted.requests) == [
+        ("a", "b"),
+        ("b", "a"),
+    ]
+
+
 def test_listwise_refuses_oversized_groups(scripted):
     scores = judge("listwise_judge", scripted, max_group_size=2).score(
         [Sample(prompt="q", completion=c) for c in "abc"]
@@ -337,6 +356,20 @@ def test_scaffolded_outcome_builds_one_scaffold_per_problem(scripted):
     for score in scores:  # nothing policy-facing carries the reference
         assert REFERENCE not in (score.reason or "") and "scaffold_id" in score.details
     assert samples[0].prompt == PROBLEM
+
+
+def test_scaffold_usage_adds_up_over_the_batch(scripted):
+    scripted.default = _scaffolded_judge
+    samples = [Sample(prompt=PROBLEM, completion=f"x = {i}", reference=REFERENCE) for i in range(3)]
+    scores = judge("reference_scaffolded_judge", scripted).score(samples)
+    assert sum(s.usage.calls - s.usage.cached_calls for s in scores) == len(scripted.requests) == 4
+    assert sum(s.usage.cached_calls for s in scores) == 2  # the scaffold, reused twice
+
+
+def test_an_empty_rollout_gets_the_lowest_process_value(scripted):
+    sample = Sample(prompt=PROBLEM, completion="   ", reference=REFERENCE)
+    score = judge("reference_scaffolded_judge", scripted, level="process").score([sample])[0]
+    assert score.value == -1.0 and scripted.requests == []
 
 
 def test_scaffolded_needs_a_reference(scripted):
