@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 import json
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,8 +169,20 @@ class Backend(abc.ABC):
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """One completion; raises `BackendError` on failure."""
 
-    async def aclose(self) -> None:  # noqa: B027 - most backends hold nothing to release
-        """Release what this backend holds for the running event loop (connections)."""
+    def loop_client(self, make: Callable[[], Any]) -> Any:
+        """This backend's client (a connection pool) for the running event loop, made by
+        ``make`` on first use: a pool belongs to the loop it was made on."""
+        clients = self.__dict__.setdefault("_loop_clients", weakref.WeakKeyDictionary())
+        loop = asyncio.get_running_loop()
+        if loop not in clients:
+            clients[loop] = make()
+        return clients[loop]
+
+    async def aclose(self) -> None:
+        """Close the running loop's client, if `loop_client` made one."""
+        client = self.__dict__.get("_loop_clients", {}).pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.close()
 
     @contextlib.asynccontextmanager
     async def session(self) -> AsyncIterator[None]:
@@ -194,5 +206,6 @@ class Backend(abc.ABC):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.pop("_sessions", None)  # per-loop bookkeeping, meaningless in another process
+        for per_loop in ("_sessions", "_loop_clients"):  # live objects of this process's loops
+            state.pop(per_loop, None)
         return state

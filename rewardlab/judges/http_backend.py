@@ -12,10 +12,8 @@ only what judging needs (the request fields of `request_arguments`, the response
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import weakref
 from typing import Any
 
 from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse
@@ -61,33 +59,25 @@ class HTTPBackend(Backend):
         self.supports_json_schema = structured_output
         self.cost_model = cost_model
         self.name = f"http:{base_url}:{model}"
-        self._sessions_by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
-            weakref.WeakKeyDictionary()
-        )
 
-    def _session(self) -> Any:
-        loop = asyncio.get_running_loop()
-        session = self._sessions_by_loop.get(loop)
-        if session is None:
-            aiohttp = require("aiohttp", "the http judge backend")
-            headers = {"content-type": "application/json"}
-            key = os.environ.get(self.api_key_env) if self.api_key_env else None
-            if key:
-                headers["authorization"] = f"Bearer {key}"
-            session = aiohttp.ClientSession(
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-                connector=aiohttp.TCPConnector(limit=0),  # JudgeClient bounds concurrency
-            )
-            self._sessions_by_loop[loop] = session
-        return session
+    def _make_session(self) -> Any:
+        aiohttp = require("aiohttp", "the http judge backend")
+        headers = {"content-type": "application/json"}
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        return aiohttp.ClientSession(
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+            connector=aiohttp.TCPConnector(limit=0),  # JudgeClient bounds concurrency
+        )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         aiohttp = require("aiohttp", "the http judge backend")
         body = request_arguments(request, self)
         body.update(body.pop("extra_body", {}))  # the SDKs' extra_body is top-level JSON on the wire
         try:
-            async with self._session().post(
+            async with self.loop_client(self._make_session).post(
                 self.url, data=json.dumps({"model": self.model, **body})
             ) as reply:
                 payload = await reply.read()
@@ -106,18 +96,6 @@ class HTTPBackend(Backend):
             usage = response.usage
             usage.cost_usd = cost_usd(self.cost_model, usage.prompt_tokens, usage.completion_tokens)
         return response
-
-    async def aclose(self) -> None:
-        session = self._sessions_by_loop.pop(asyncio.get_running_loop(), None)
-        if session is not None:
-            await session.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**super().__getstate__(), "_sessions_by_loop": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._sessions_by_loop = weakref.WeakKeyDictionary()
 
 
 def _error_message(payload: bytes) -> str:

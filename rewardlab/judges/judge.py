@@ -301,6 +301,22 @@ def completion_for_judge(sample: Sample) -> str:
     return message_text(value)
 
 
+def expected_label(distribution: Mapping[str, float]) -> float:
+    """The mean of numeric labels under the judge's distribution over them."""
+    return sum(int(label) * probability for label, probability in distribution.items())
+
+
+def graded_score(judgement: Judgement, raw: float, low: float, high: float, normalize: bool) -> Score:
+    """The score of a graded verdict: ``raw`` (the grade, or its expectation), mapped from
+    ``low..high`` to [0, 1] when normalizing; the raw grade stays in the breakdown."""
+    return Score(
+        value=(raw - low) / (high - low) if normalize else raw,
+        breakdown={"score": raw},
+        usage=judgement.completion.usage,
+        details=judgement.details(),
+    )
+
+
 def minimum_score(
     value: float, reason: str = "the completion is empty: scored the minimum without a judge call"
 ) -> Score:

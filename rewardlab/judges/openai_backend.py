@@ -6,10 +6,8 @@ The client's own retries are off: `JudgeClient` retries, with one policy for eve
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import weakref
 from typing import Any
 
 from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse
@@ -58,32 +56,27 @@ class OpenAIBackend(Backend):
         self.supports_json_schema = structured_output
         self.cost_model = cost_model if cost_model is not None or base_url is not None else model
         self.name = f"openai:{base_url or 'api.openai.com'}:{model}"
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
-    def _client(self) -> Any:
-        """One ``AsyncOpenAI`` per event loop: its connection pool belongs to the loop it was made on."""
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
-            openai = require("openai", "the openai judge backend")
-            client = openai.AsyncOpenAI(
-                base_url=self.base_url,
-                api_key=os.environ.get(self.api_key_env) or "no-key-needed",
-                timeout=self.timeout_s,
-                max_retries=0,
-                # The SDK's aiohttp transport costs about 1.4 ms of CPU per call here against
-                # 2.2 ms for its default one; at a few hundred calls per second that is the
-                # difference between waiting on the server and waiting on ourselves.
-                http_client=openai.DefaultAioHttpClient(timeout=self.timeout_s),
-            )
-            self._clients[loop] = client
-        return client
+    def _make_client(self) -> Any:
+        openai = require("openai", "the openai judge backend")
+        return openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=os.environ.get(self.api_key_env) or "no-key-needed",
+            timeout=self.timeout_s,
+            max_retries=0,
+            # The SDK's aiohttp transport costs about 1.4 ms of CPU per call here against 2.2 ms
+            # for its default one; at a few hundred calls per second that is the difference
+            # between waiting on the server and waiting on ourselves.
+            http_client=openai.DefaultAioHttpClient(timeout=self.timeout_s),
+        )
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         openai = require("openai", "the openai judge backend")
         arguments = request_arguments(request, self)
         try:
-            body = await self._client().chat.completions.create(model=self.model, **arguments)
+            body = await self.loop_client(self._make_client).chat.completions.create(
+                model=self.model, **arguments
+            )
         except openai.APIStatusError as error:
             raise status_error(
                 error.status_code, str(error), getattr(error.response, "headers", None)
@@ -100,19 +93,6 @@ class OpenAIBackend(Backend):
                 self.cost_model, response.usage.prompt_tokens, response.usage.completion_tokens
             )
         return response
-
-    async def aclose(self) -> None:
-        loop = asyncio.get_running_loop()
-        client = self._clients.pop(loop, None)
-        if client is not None:
-            await client.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**super().__getstate__(), "_clients": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._clients = weakref.WeakKeyDictionary()
 
 
 def request_arguments(request: ChatRequest, backend: Backend) -> dict[str, Any]:

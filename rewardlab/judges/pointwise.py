@@ -6,7 +6,14 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from rewardlab.judges.judge import Judge, completion_for_judge, minimum_score, prompt_for_judge
+from rewardlab.judges.judge import (
+    Judge,
+    completion_for_judge,
+    expected_label,
+    graded_score,
+    minimum_score,
+    prompt_for_judge,
+)
 from rewardlab.judges.verdicts import LabelSet
 from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status
 
@@ -92,11 +99,5 @@ class PointwiseJudge(Judge):
             return judgement.failure(who)
         distribution = judgement.distribution(self.labels)
         # Binary: the probability of "yes"; a scale: the expected score.
-        raw = distribution["yes"] if self.binary else sum(int(label) * p for label, p in distribution.items())
-        value = (raw - self.low) / (self.high - self.low) if self.normalize else raw
-        return Score(
-            value=value,
-            breakdown={"score": raw},
-            usage=judgement.completion.usage,
-            details=judgement.details(),
-        )
+        raw = distribution["yes"] if self.binary else expected_label(distribution)
+        return graded_score(judgement, raw, self.low, self.high, self.normalize)

@@ -37,6 +37,8 @@ from rewardlab.judges.judge import (
     Judgement,
     call_failure,
     completion_for_judge,
+    expected_label,
+    graded_score,
     minimum_score,
     prompt_for_judge,
     scored,
@@ -252,14 +254,8 @@ class ReferenceScaffoldedJudge(Judge):
         judgement = await self.ask(values, self.outcome_labels, "score", scale_max=self.high)
         if not judgement.ok:
             return judgement.failure(who)
-        raw = sum(int(label) * p for label, p in judgement.distribution(self.outcome_labels).items())
-        value = (raw - self.low) / (self.high - self.low) if self.normalize else raw
-        return Score(
-            value=value,
-            breakdown={"score": raw},
-            usage=judgement.completion.usage,
-            details=judgement.details(),
-        )
+        raw = expected_label(judgement.distribution(self.outcome_labels))
+        return graded_score(judgement, raw, self.low, self.high, self.normalize)
 
     async def _grade_process(self, values: dict[str, Any], completion: str, who: str) -> Score:
         spans = split_segments(completion, self.max_segments)

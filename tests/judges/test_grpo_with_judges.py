@@ -7,26 +7,11 @@ completions the trainer generated, and the pairwise judge saw whole groups.
 
 import pytest
 
-from rewardlab import Reward, build
+from rewardlab import build
 from rewardlab.rewards.trl_adapter import AsyncRewardFunc, as_reward_func
+from tests.recording import Recorded
 
 trl = pytest.importorskip("trl")
-
-
-class Recorded(Reward):
-    """Passes scoring through and keeps each batch for the test to compare with."""
-
-    io_bound = True
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.name = inner.name
-        self.batches = []
-
-    async def ascore(self, samples):
-        scores = await self.inner.ascore(samples)
-        self.batches.append((samples, scores))
-        return scores
 
 
 def mean(values):

@@ -6,24 +6,11 @@ rewardlab computed for the completions the trainer generated.
 
 import pytest
 
-from rewardlab import Reward, build
+from rewardlab import build
 from rewardlab.rewards.trl_adapter import as_reward_func
+from tests.recording import Recorded
 
 trl = pytest.importorskip("trl")
-
-
-class Recorded(Reward):
-    """Passes scoring through and keeps each batch's scores for the test to compare with."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.name = inner.name
-        self.batches = []
-
-    async def ascore(self, samples):
-        scores = await self.inner.ascore(samples)
-        self.batches.append((samples, scores))
-        return scores
 
 
 def mean(values):
