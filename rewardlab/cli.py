@@ -2,7 +2,8 @@
 
 ``rewardlab score`` scores a file of rollouts offline with a reward pipeline built from a YAML
 config (the same file the TRL adapter and the benchmark runner take). ``rewardlab serve-model``
-serves a local model over an OpenAI-compatible API; ``rewardlab fetch-model`` downloads the
+serves a local model over an OpenAI-compatible API; ``rewardlab elicit`` replays saved
+rollouts through online rubric elicitation; ``rewardlab fetch-model`` downloads the
 embedded default judge model. Usage and config mistakes
 exit with status 2 and one line on stderr naming the problem; a run that completes exits 0 even
 when some rows failed, since those are recorded in the output and the summary.
@@ -13,14 +14,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rewardlab.offline.rows import FORMATS, Columns, InputError, open_rows
 from rewardlab.offline.runner import OutputError, RunOptions, ascore_rows, check_output
 from rewardlab.optional import MissingDependency
 from rewardlab.rewards.registry import ConfigError, build
+from rewardlab.rubrics.elicit_options import ElicitationOptions
 
 USAGE_ERROR = 2
 
@@ -115,6 +119,13 @@ def _import_modules(names: Sequence[str]) -> None:
             raise UsageError(f"--import {name}: {error}") from error
 
 
+def _build_reward(config: str) -> Any:
+    try:
+        return build(config)
+    except ConfigError as error:
+        raise UsageError(f"--config {config}: {error}") from error
+
+
 def _score(args: argparse.Namespace) -> int:
     options = RunOptions(
         batch_size=args.batch_size,
@@ -129,15 +140,96 @@ def _score(args: argparse.Namespace) -> int:
     source = open_rows(args.input, format=args.format, columns=columns, split=args.split)
     check_output(args.output, options)
     _import_modules(args.imports)
-    try:
-        reward = build(args.config)
-    except ConfigError as error:
-        raise UsageError(f"--config {args.config}: {error}") from error
+    reward = _build_reward(args.config)
     try:
         summary = asyncio.run(ascore_rows(reward, source, args.output, options))
     finally:
         reward.close()
     print(summary.table())
+    return 0
+
+
+def _add_elicit_command(commands: argparse._SubParsersAction) -> None:
+    elicit = commands.add_parser(
+        "elicit",
+        help="replay saved rollouts step by step, growing rubrics by online elicitation",
+        description="Score ROLLOUTS (JSONL rows with step, prompt and completion; prompt_id and "
+        "reference_response used when present) step by step with the rubric reward in --config, "
+        "eliciting criteria after each step into the rubric store. One JSON record per step in "
+        "--output; every change is in the store's log.",
+    )
+    elicit.add_argument("input", type=Path, metavar="ROLLOUTS", help="JSONL file of saved rollouts")
+    elicit.add_argument(
+        "--config", required=True, metavar="CONFIG.yaml", help="a rubric reward config ({type: rubric, ...})"
+    )
+    elicit.add_argument(
+        "--store", type=Path, metavar="RUBRICS.sqlite", help="the rubric store (default: the config's store)"
+    )
+    elicit.add_argument("--output", type=Path, metavar="STEPS.jsonl", help="write each step's report here")
+    defaults = ElicitationOptions()
+    for name, kind, meaning in (
+        ("pairs_per_prompt", _positive_int, "policy-vs-reference comparisons per prompt per step"),
+        ("max_new_per_pair", _positive_int, "criteria one comparison may propose"),
+        ("max_active", _positive_int, "most active criteria per prompt"),
+        ("similarity", float, "word overlap at which a proposal merges into a criterion"),
+        ("retire_after", _positive_int, "steps without variance before a criterion retires"),
+    ):
+        elicit.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            default=getattr(defaults, name),
+            metavar="N",
+            help=f"{meaning} (default: %(default)s)",
+        )
+    elicit.add_argument(
+        "--retire-hand-written", action="store_true", help="let hand-written criteria retire too"
+    )
+    elicit.set_defaults(run=_elicit)
+
+
+def _elicit(args: argparse.Namespace) -> int:
+    from rewardlab.rubrics.elicit import RubricElicitor
+    from rewardlab.rubrics.grading import RubricReward
+    from rewardlab.rubrics.online import read_step_rows, replay, step_record
+    from rewardlab.rubrics.store import RubricStore
+
+    rows = read_step_rows(args.input)
+    reward = _build_reward(args.config)
+    try:
+        if not isinstance(reward, RubricReward):
+            raise UsageError(
+                f"--config {args.config}: elicitation needs a 'rubric' reward, got {reward.name!r}"
+            )
+        if args.store is not None:
+            reward.store = RubricStore(args.store)
+        if reward.store is None:
+            raise UsageError("no rubric store: pass --store or give the config a store")
+        options = ElicitationOptions(
+            pairs_per_prompt=args.pairs_per_prompt,
+            max_new_per_pair=args.max_new_per_pair,
+            max_active=args.max_active,
+            similarity=args.similarity,
+            retire_after=args.retire_after,
+            retire_hand_written=args.retire_hand_written,
+        )
+        steps = replay(reward, RubricElicitor(reward, reward.store, options), rows)
+    finally:
+        reward.close()
+    records = [step_record(step) for step in steps]
+    if args.output is not None:
+        args.output.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    print(
+        f"{'step':>6} {'scored':>9} {'mean reward':>12} {'added':>6} {'merged':>7} {'retired':>8} "
+        f"{'failures':>9}"
+    )
+    for record in records:
+        actions = [change["action"] for changes in record["changes"].values() for change in changes]
+        mean = "-" if record["mean_reward"] is None else f"{record['mean_reward']:.4f}"
+        print(
+            f"{record['step']:>6} {record['scored']:>4}/{record['samples']:<4} {mean:>12} "
+            f"{actions.count('add'):>6} {actions.count('merge'):>7} {actions.count('retire'):>8} "
+            f"{len(record['failures']):>9}"
+        )
     return 0
 
 
@@ -193,6 +285,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rewardlab", description="Reward modeling for LLM post-training.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_score_command(commands)
+    _add_elicit_command(commands)
     _add_serve_model_command(commands)
     _add_fetch_model_command(commands)
     return parser

@@ -1,11 +1,26 @@
-"""Fixtures shared across the suite: a tiny causal LM and tokenizer built from a config.
+"""Fixtures shared across the suite.
 
-Nothing loads from the Hugging Face hub: the tokenizer is byte-level BPE without merges (every
-byte is a token) and the model is a randomly initialised two-layer Llama, small enough that a
-GRPO step takes a fraction of a second on a CPU.
+- A tiny causal LM and tokenizer built from a config. Nothing loads from the Hugging Face hub:
+  the tokenizer is byte-level BPE without merges (every byte is a token) and the model is a
+  randomly initialised two-layer Llama, small enough that a GRPO step takes a fraction of a
+  second on a CPU.
+- For judges and rubrics: a scripted OpenAI-compatible server (faults and answers on demand),
+  and the real local model server (``rewardlab serve-model`` over the embedded SmolLM2) started
+  once per session on a free port. The local model comes from ``rewardlab fetch-model``; without
+  it those tests are skipped, except in CI (``CI=1``), where a missing model must fail the run.
 """
 
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
 import pytest
+
+from rewardlab.judges.scripted_server import ScriptedServer
+from rewardlab.optional import MissingDependency
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +61,61 @@ def tiny_causal_lm(tiny_tokenizer):
         bos_token_id=tiny_tokenizer.eos_token_id,
     )
     return LlamaForCausalLM(config)
+
+
+def _model_missing() -> str | None:
+    from rewardlab.judges.default_model import default_model_path
+
+    try:
+        default_model_path()
+    except MissingDependency as error:
+        return str(error)
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _private_judge_cache(tmp_path, monkeypatch):
+    """Judges built with the default cache write to this test's folder, not the user's cache."""
+    monkeypatch.setattr("rewardlab.judges.client.cache_dir", lambda: tmp_path)
+
+
+@pytest.fixture
+def scripted():
+    with ScriptedServer() as server:
+        yield server
+
+
+def openai_backend(url: str, **extra):
+    return {"type": "openai", "base_url": url, "model": "scripted", **extra}
+
+
+@pytest.fixture(scope="session")
+def model_available():
+    problem = _model_missing()
+    if problem and not os.environ.get("CI"):
+        pytest.skip(problem)
+    assert problem is None, problem
+
+
+@pytest.fixture(scope="session")
+def local_server(model_available):
+    """The ``/v1`` address of ``rewardlab serve-model`` running the embedded model."""
+    command = [sys.executable, "-m", "rewardlab.cli", "serve-model", "--port", "0", "--name", "smollm2"]
+    # stderr to a file: a pipe nobody reads could fill up and block the server.
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True)
+        deadline = time.monotonic() + 300  # the first start converts the GGUF file
+        line = ""
+        while time.monotonic() < deadline and process.poll() is None:
+            ready, _, _ = select.select([process.stdout], [], [], 1.0)
+            if ready:
+                line = process.stdout.readline()
+                if " at http" in line:
+                    break
+        if " at http" not in line:
+            process.kill()
+            errors.seek(0)
+            raise RuntimeError(f"serve-model did not start: {errors.read()[-2000:]}")
+        yield line.rsplit(" at ", 1)[1].strip()
+        process.terminate()
+        process.wait(timeout=30)

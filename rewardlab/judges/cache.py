@@ -9,13 +9,10 @@ must be asked again. Several processes may share one file (WAL mode, with a busy
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from pathlib import Path
-from typing import Any
 
 from rewardlab.judges.backend import ChatResponse
+from rewardlab.sqlite_file import SqliteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -27,7 +24,7 @@ CREATE TABLE IF NOT EXISTS answers (
 """
 
 
-class AnswerCache:
+class AnswerCache(SqliteFile):
     """Model answers by request fingerprint.
 
     Args:
@@ -35,24 +32,7 @@ class AnswerCache:
             as this object.
     """
 
-    def __init__(self, path: str | Path):
-        self.path = str(path)
-        self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._connection is None:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(
-                self.path, timeout=30.0, check_same_thread=False, isolation_level=None
-            )
-            if self.path != ":memory:":
-                connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute(_SCHEMA)
-            self._connection = connection
-        return self._connection
+    schema = _SCHEMA
 
     def get(self, key: str) -> ChatResponse | None:
         """The stored answer for ``key``, if any."""
@@ -72,15 +52,3 @@ class AnswerCache:
     def __len__(self) -> int:
         with self._lock:
             return self._connect().execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-
-    def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"])

@@ -19,7 +19,8 @@ How a verdict is asked for depends on what the backend can do:
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Collection, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -30,7 +31,7 @@ from rewardlab.judges.client import ClientOptions, Completion, JudgeClient
 from rewardlab.judges.fence import Fence
 from rewardlab.judges.prompts import JudgePrompt, transcript
 from rewardlab.judges.verdicts import LabelSet, Verdict, VerdictError, label_probabilities, read_label
-from rewardlab.rewards.contract import Reward, Sample, Score, Status, message_text
+from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, message_text
 from rewardlab.rewards.details import clipped
 
 Reasoning = bool | Literal["auto"]
@@ -141,6 +142,8 @@ class Judge(Reward):
     io_bound = True
     #: The built-in template used when none is given.
     default_template = ""
+    #: The package whose ``templates/`` folder holds this judge's built-in templates.
+    template_package = "rewardlab.judges"
 
     def __init__(
         self,
@@ -159,8 +162,8 @@ class Judge(Reward):
         self.backend = make_backend(backend)
         options = client if isinstance(client, ClientOptions) else ClientOptions(**(client or {}))
         self.client = JudgeClient(self.backend, options)
-        self.prompt = JudgePrompt(template or self.default_template, template_dir)
         self.template_dir = template_dir
+        self.prompt = JudgePrompt(template or self.default_template, template_dir, self.template_package)
         if reasoning not in (True, False, "auto"):
             raise ValueError(f"reasoning must be true, false or 'auto', got {reasoning!r}")
         self.reasoning = (not self.backend.supports_choices) if reasoning == "auto" else bool(reasoning)
@@ -182,8 +185,24 @@ class Judge(Reward):
         if name is not None:
             self.name = name
 
+    def prompt_named(self, name: str | Path) -> JudgePrompt:
+        """Another of this judge's templates (a user's ``template_dir`` still comes first)."""
+        return JudgePrompt(name, self.template_dir, self.template_package)
+
+    def clients(self) -> list[JudgeClient]:
+        """Every client this judge calls (a judge with a second model adds its own)."""
+        return [self.client]
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """Make calls through every client for a while (their connections close after it)."""
+        async with contextlib.AsyncExitStack() as sessions:
+            for client in self.clients():
+                await sessions.enter_async_context(client.session())
+            yield
+
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
-        async with self.client.session():
+        async with self.session():
             return await self.judge_batch(samples)
 
     @abc.abstractmethod
@@ -251,10 +270,11 @@ class Judge(Reward):
         read: Callable[[str, Collection[Fence]], list[Any]],
         *,
         prompt: JudgePrompt | None = None,
+        client: JudgeClient | None = None,
     ) -> ListJudgement:
         """Call the judge for a list verdict, read by ``read(answer, fences)`` (which raises
         `VerdictError`). The judge always writes these out (a list cannot be a guided choice), so
-        ``reasoning`` does not apply."""
+        ``reasoning`` does not apply. Another model's ``client`` may answer."""
         prompt = prompt or self.prompt
         messages, fences = prompt.render_with_fences(**values, reasoning=True)
         request = ChatRequest.of(
@@ -262,7 +282,7 @@ class Judge(Reward):
             temperature=self.temperature,
             max_tokens=self.written_max_tokens,
         )
-        completion = await self.client.complete(request, namespace=prompt.hash)
+        completion = await (client or self.client).complete(request, namespace=prompt.hash)
         response = completion.response
         if response is None:
             return ListJudgement(completion)
@@ -272,17 +292,44 @@ class Judge(Reward):
             cut = " (the answer was cut off at max_tokens)" if response.finish_reason == "length" else ""
             return ListJudgement(completion, problem=f"{error}{cut}")
 
-    async def ask_text(self, values: Mapping[str, Any], prompt: JudgePrompt, max_tokens: int) -> Completion:
-        """A free-text answer (no verdict), e.g. a grading scaffold."""
+    async def ask_text(
+        self,
+        values: Mapping[str, Any],
+        prompt: JudgePrompt,
+        max_tokens: int,
+        client: JudgeClient | None = None,
+    ) -> Completion:
+        """A free-text answer (no verdict), e.g. a grading scaffold; from another model's
+        ``client`` if given."""
         request = ChatRequest.of(prompt.render(**values), temperature=self.temperature, max_tokens=max_tokens)
-        return await self.client.complete(request, namespace=prompt.hash)
+        return await (client or self.client).complete(request, namespace=prompt.hash)
 
     def is_trivial(self, text: str) -> bool:
         """Whether ``text`` is scored the minimum without a call (see ``empty_completion``)."""
         return self.empty_completion == "minimum" and not any(ch.isalnum() for ch in text)
 
+    def readable(
+        self, samples: Sequence[Sample], scores: list[Score | None], minimum: float | None = None
+    ) -> dict[int, tuple[str, str]]:
+        """Each sample's (prompt, completion) as the judge sees them, by index. A sample that
+        cannot be read gets ``invalid_input`` in ``scores``; with ``minimum``, a trivial
+        completion gets that minimum there too, and neither is returned."""
+        texts: dict[int, tuple[str, str]] = {}
+        for index, sample in enumerate(samples):
+            try:
+                prompt, completion = prompt_for_judge(sample), completion_for_judge(sample)
+            except InvalidInput as error:
+                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+                continue
+            if minimum is not None and self.is_trivial(completion):
+                scores[index] = minimum_score(minimum)
+                continue
+            texts[index] = (prompt, completion)
+        return texts
+
     def close(self) -> None:
-        self.client.close()
+        for client in self.clients():
+            client.close()
 
 
 def prompt_for_judge(sample: Sample) -> str:
@@ -322,6 +369,12 @@ def minimum_score(
 ) -> Score:
     """The score of a trivial completion."""
     return Score(value=value, reason=reason, details={"judge": "skipped"})
+
+
+def group_key(sample: Sample, prompt: str, group_field: str) -> tuple[str, str]:
+    """Which group a sample belongs to: its ``group_field``, or else its prompt."""
+    value = sample.fields.get(group_field)
+    return ("field", str(value)) if value is not None else ("prompt", prompt)
 
 
 def scored(scores: list[Score | None]) -> list[Score]:

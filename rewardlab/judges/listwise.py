@@ -20,9 +20,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from rewardlab.judges.judge import Judge, completion_for_judge, minimum_score, prompt_for_judge, scored
+from rewardlab.judges.judge import Judge, group_key, scored
 from rewardlab.judges.verdicts import LabelSet, read_number_list
-from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status, Usage
+from rewardlab.rewards.contract import Sample, Score, Status, Usage
 
 
 class ListwiseJudge(Judge):
@@ -86,21 +86,9 @@ class ListwiseJudge(Judge):
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
         groups: dict[Any, list[tuple[int, str, str]]] = defaultdict(list)
-        for index, sample in enumerate(samples):
-            try:
-                prompt, completion = prompt_for_judge(sample), completion_for_judge(sample)
-            except InvalidInput as error:
-                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-                continue
-            if self.is_trivial(completion):
-                scores[index] = minimum_score(
-                    0.0 if self.normalize or self.mode == "best" else float(self.low)
-                )
-                continue
-            key = sample.fields.get(self.group_field)
-            groups[("field", str(key)) if key is not None else ("prompt", prompt)].append(
-                (index, prompt, completion)
-            )
+        minimum = 0.0 if self.normalize or self.mode == "best" else float(self.low)
+        for index, (prompt, completion) in self.readable(samples, scores, minimum).items():
+            groups[group_key(samples[index], prompt, self.group_field)].append((index, prompt, completion))
         await asyncio.gather(*(self._judge_group(samples, members, scores) for members in groups.values()))
         return scored(scores)
 

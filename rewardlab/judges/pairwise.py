@@ -22,13 +22,10 @@ from typing import Any, Literal
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
-    completion_for_judge,
-    minimum_score,
-    prompt_for_judge,
     scored,
 )
 from rewardlab.judges.verdicts import LabelSet
-from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status, Usage
+from rewardlab.rewards.contract import Sample, Score, Status, Usage
 
 PAIR_LABELS = LabelSet(["A", "B", "tie"], aliases={"C": "tie", "draw": "tie", "equal": "tie"})
 
@@ -126,16 +123,7 @@ class PairwiseJudge(Judge):
 
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
-        texts: dict[int, tuple[str, str]] = {}
-        for index, sample in enumerate(samples):
-            try:
-                texts[index] = (prompt_for_judge(sample), completion_for_judge(sample))
-            except InvalidInput as error:
-                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-                continue
-            if self.is_trivial(texts[index][1]):
-                scores[index] = minimum_score(0.0)
-                del texts[index]
+        texts = self.readable(samples, scores, minimum=0.0)
         if self.against == "baseline":
             await asyncio.gather(*(self._against_baseline(samples, i, texts[i], scores) for i in texts))
         else:

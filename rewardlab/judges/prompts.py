@@ -1,7 +1,8 @@
 """Judge prompts: jinja2 templates in files, which users can override.
 
 A template is one file with a ``system`` block and a ``user`` block; each becomes a chat message.
-The built-in templates live in ``rewardlab/judges/templates/``. A judge's ``template`` option
+The built-in templates live in ``templates/`` beside the code that uses them
+(``rewardlab/judges/templates/``, ``rewardlab/rubrics/templates/``). A judge's ``template`` option
 takes a path to a file of one's own, and ``template_dir`` a folder searched before the built-ins
 (so a file there named like a built-in replaces it).
 
@@ -29,10 +30,13 @@ class JudgePrompt:
     Args:
         name: A built-in template name (``"pointwise_scale.jinja"``) or a path to a template file.
         template_dir: A folder searched before the built-ins.
+        package: The package whose ``templates/`` folder holds the built-ins.
     """
 
-    def __init__(self, name: str | Path, template_dir: str | Path | None = None):
-        self._arguments = (name, template_dir)
+    def __init__(
+        self, name: str | Path, template_dir: str | Path | None = None, package: str = "rewardlab.judges"
+    ):
+        self._arguments = (name, template_dir, package)
         loaders: list[jinja2.BaseLoader] = []
         path = Path(name)
         if path.is_file():
@@ -40,7 +44,7 @@ class JudgePrompt:
             name = path.name
         if template_dir is not None:
             loaders.append(jinja2.FileSystemLoader(str(template_dir)))
-        loaders.append(jinja2.PackageLoader("rewardlab.judges", "templates"))
+        loaders.append(jinja2.PackageLoader(package, "templates"))
         environment = jinja2.Environment(
             loader=jinja2.ChoiceLoader(loaders),
             undefined=jinja2.StrictUndefined,
@@ -61,10 +65,10 @@ class JudgePrompt:
         #: Part of every cache key, so that editing a template never replays stale answers.
         self.hash = hashlib.sha256(source.encode()).hexdigest()[:16]
 
-    def __getstate__(self) -> tuple[str | Path, str | Path | None]:
+    def __getstate__(self) -> tuple[str | Path, str | Path | None, str]:
         return self._arguments  # a jinja2 environment does not pickle; it is rebuilt from these
 
-    def __setstate__(self, state: tuple[str | Path, str | Path | None]) -> None:
+    def __setstate__(self, state: tuple[str | Path, str | Path | None, str]) -> None:
         self.__init__(*state)
 
     def render(self, **values: Any) -> list[dict[str, str]]:

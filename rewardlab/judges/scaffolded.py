@@ -43,7 +43,6 @@ from rewardlab.judges.judge import (
     prompt_for_judge,
     scored,
 )
-from rewardlab.judges.prompts import JudgePrompt
 from rewardlab.judges.verdicts import LabelSet, read_label_list
 from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status, Usage
 from rewardlab.rewards.steps import Aggregate, aggregate_steps, process_advantages, split_segments
@@ -124,8 +123,8 @@ class ReferenceScaffoldedJudge(Judge):
         self.per_segment = process_calls == "per_segment" or (process_calls == "auto" and not self.reasoning)
         if level == "process" and options.get("template") is None:
             name = "scaffolded_segment.jinja" if self.per_segment else "scaffolded_process.jinja"
-            self.prompt = JudgePrompt(name, self.template_dir)
-        self.scaffold_prompt = JudgePrompt(scaffold_template or "scaffold.jinja", self.template_dir)
+            self.prompt = self.prompt_named(name)
+        self.scaffold_prompt = self.prompt_named(scaffold_template or "scaffold.jinja")
         self.scaffold = scaffold
         self.scaffold_field = scaffold_field
         self.scaffold_max_words = scaffold_max_words

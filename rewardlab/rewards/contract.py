@@ -11,12 +11,13 @@ import abc
 import asyncio
 import concurrent.futures
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 Message = Mapping[str, Any]
+T = TypeVar("T")
 Text = str | Sequence[Message]
 
 #: Dataset columns read as `Sample.reference` when no column is named, in this order; shared by
@@ -237,15 +238,7 @@ class Reward(abc.ABC):
 
     def score(self, samples: Sequence[Sample]) -> list[Score]:
         """Synchronous `ascore`, usable from plain scripts, threads and running event loops."""
-        coroutine = self.ascore(samples)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coroutine)
-        # Called from inside a running loop (a notebook, an async trainer): a nested
-        # asyncio.run is illegal there, so run the coroutine on a loop of its own thread.
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
-            return executor.submit(asyncio.run, coroutine).result()
+        return run_sync(self.ascore(samples))
 
     def close(self) -> None:  # noqa: B027 - most rewards hold nothing to release
         """Release worker processes or connections the reward holds (idempotent)."""
@@ -277,6 +270,18 @@ class RuleReward(Reward):
             return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
         except Exception as error:  # noqa: BLE001 - a reward bug must not sink the batch
             return Score.failure(Status.ERROR, f"{sample.label(index)}: {type(error).__name__}: {error}")
+
+
+def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code, even inside a running event loop (a
+    notebook, an async trainer), where a nested `asyncio.run` is illegal: there it runs on a loop
+    of its own thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(asyncio.run, coroutine).result()
 
 
 def check_batch(reward: Reward, samples: Sequence[Sample], scores: Sequence[Score]) -> list[Score]:

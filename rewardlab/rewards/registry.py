@@ -43,6 +43,8 @@ BUILTIN_REWARDS: dict[str, str] = {
     "pairwise_judge": "rewardlab.judges.pairwise:PairwiseJudge",
     "listwise_judge": "rewardlab.judges.listwise:ListwiseJudge",
     "reference_scaffolded_judge": "rewardlab.judges.scaffolded:ReferenceScaffoldedJudge",
+    "rubric": "rewardlab.rubrics.grading:RubricReward",
+    "self_proposed_rubric": "rewardlab.rubrics.self_proposed:SelfProposedRubricReward",
 }
 
 _user_rewards: dict[str, type[Reward]] = {}

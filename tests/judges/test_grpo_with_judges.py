@@ -9,7 +9,7 @@ import pytest
 
 from rewardlab import build
 from rewardlab.rewards.trl_adapter import AsyncRewardFunc, as_reward_func
-from tests.recording import Recorded
+from tests.recording import Recorded, two_step_grpo_config
 
 trl = pytest.importorskip("trl")
 
@@ -31,11 +31,7 @@ def test_grpo_with_async_judges(tmp_path, tiny_causal_lm, tiny_tokenizer, local_
     functions = [as_reward_func(judge) for judge in judges]
     assert all(isinstance(f, AsyncRewardFunc) for f in functions)
     dataset = Dataset.from_dict({"prompt": ["Say something kind.", "Name a colour."]})
-    args = trl.GRPOConfig(
-        output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=4, num_generations=4,
-        max_completion_length=8, max_steps=2, logging_steps=1, report_to="none", save_strategy="no",
-        learning_rate=1e-3, seed=0,
-    )  # fmt: skip
+    args = two_step_grpo_config(tmp_path)
     trainer = trl.GRPOTrainer(
         model=tiny_causal_lm, processing_class=tiny_tokenizer, reward_funcs=functions, args=args,
         train_dataset=dataset,

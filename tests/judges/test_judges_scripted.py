@@ -12,8 +12,7 @@ from rewardlab import Sample, Status, build
 from rewardlab.judges.backend import TokenLogprob
 from rewardlab.judges.scripted_server import Reply
 from rewardlab.rewards.trl_adapter import AsyncRewardFunc, as_reward_func
-
-from .conftest import openai_backend
+from tests.conftest import openai_backend
 
 NO_RETRY = {"cache": None, "max_attempts": 1}
 

@@ -33,8 +33,10 @@ CONFIGS = {
     "pairwise_judge": {"client": {"cache": None}},
     "listwise_judge": {"mode": "best", "client": {"cache": None}},
     "reference_scaffolded_judge": {"scaffold": "reference", "client": {"cache": None}},
+    "rubric": {"rubric": [{"text": "Gives the answer 2", "weight": 1}], "client": {"cache": None}},
+    "self_proposed_rubric": {"verify": "math", "client": {"cache": None}},
 }
-JUDGES = {kind for kind in CONFIGS if kind.endswith("_judge")}
+JUDGES = {kind for kind in CONFIGS if kind.endswith(("_judge", "rubric"))}
 SAMPLE = Sample(
     prompt="p",
     completion="<think>aa</think><answer>\\boxed{2}</answer> ```python\ndef f():\n    return 1\n```",

@@ -1,0 +1,403 @@
+"""`RubricReward`: a response graded against a rubric by an LLM judge.
+
+Where a sample's rubric comes from, in order: its ``fields[rubric_field]`` (a dataset column);
+the `RubricStore` at ``store``, by the sample's prompt id; the ``rubric`` given in the config;
+or, with ``generate``, a rubric the judge writes from the sample's reference or from the task
+(once per prompt). A sample with none of these is ``invalid_input``.
+
+Three ways to grade, a choice between cost and accuracy:
+
+- ``per_criterion``: one judge call per criterion - the most accurate, N calls;
+- ``one_call``: every criterion in one call - one call, but a long answer to parse;
+- ``holistic``: the judge sees the whole rubric and gives one Likert grade (the implicit
+  aggregation of Rubrics-as-Rewards).
+
+Per-criterion verdicts (the judge's probability of "yes" where it gives log-probabilities; a
+choice's value for ordinal criteria) fold into one value by ``aggregation`` (see `aggregate.py`);
+``Score.breakdown`` holds each criterion's verdict under its id (so the TRL adapter logs
+``<name>/<criterion id>``), and ``details`` each criterion's text, weight and verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from rewardlab.judges.judge import (
+    Judge,
+    Judgement,
+    expected_label,
+    graded_score,
+    scored,
+)
+from rewardlab.judges.verdicts import LabelSet, VerdictError, read_label_list
+from rewardlab.rewards.contract import Sample, Score, Status, Usage
+from rewardlab.rewards.details import clipped
+from rewardlab.rubrics.aggregate import AGGREGATIONS, Aggregation, aggregate
+from rewardlab.rubrics.generate import Source, generate_criteria
+from rewardlab.rubrics.model import Criterion, Rubric, RubricError
+from rewardlab.rubrics.store import RubricStore, prompt_key
+
+Mode = Literal["per_criterion", "one_call", "holistic"]
+TEMPLATES = {
+    "per_criterion": "rubric_criterion.jinja",
+    "one_call": "rubric_all.jinja",
+    "holistic": "rubric_holistic.jinja",
+}
+YES_NO = LabelSet(["yes", "no"])
+
+
+def criterion_labels(criterion: Criterion) -> LabelSet:
+    """The answers a judge may give for ``criterion``: its choices, or yes / no."""
+    if criterion.choices is None:
+        return YES_NO
+    return LabelSet([choice.label for choice in criterion.choices])
+
+
+def satisfaction(criterion: Criterion, distribution: Mapping[str, float]) -> float:
+    """How far ``criterion`` is met, from the judge's distribution over its labels."""
+    if criterion.choices is None:
+        return distribution["yes"]
+    values = {choice.label: choice.value for choice in criterion.choices}
+    return sum(values[label] * p for label, p in distribution.items())
+
+
+class RubricReward(Judge):
+    """Grades each completion against its rubric (see the module docstring).
+
+    Args:
+        rubric: A rubric for every sample: criteria inline, or a JSON/YAML file.
+        rubric_field: The field that may hold a sample's own rubric.
+        store: A `RubricStore` file to look rubrics up in by prompt id (the live rubrics of
+            online elicitation).
+        prompt_id_field: The field holding a sample's prompt id; without it, a hash of the prompt.
+        generate: ``"reference"`` or ``"task"``: write a rubric when a sample has none.
+        task_description_field: The field describing the task, for ``generate: task``.
+        min_criteria, max_criteria: Bounds on a generated rubric.
+        mode: ``per_criterion``, ``one_call`` or ``holistic``.
+        aggregation: ``points`` (HealthBench), ``weighted_sum``, ``all_or_nothing`` or ``fraction``.
+        scale: ``[low, high]`` of the holistic grade.
+        use_reference: Show the grader the sample's reference answer, when it has one.
+        **options: Backend, client, template and verdict options of `Judge`.
+    """
+
+    name = "rubric"
+    template_package = "rewardlab.rubrics"
+
+    def __init__(
+        self,
+        *,
+        rubric: Any = None,
+        rubric_field: str = "rubric",
+        store: str | Path | RubricStore | None = None,
+        prompt_id_field: str = "prompt_id",
+        generate: Source | None = None,
+        task_description_field: str = "task_description",
+        min_criteria: int = 3,
+        max_criteria: int = 12,
+        mode: Mode = "per_criterion",
+        aggregation: Aggregation = "points",
+        scale: Sequence[int] = (1, 10),
+        use_reference: bool = True,
+        **options: Any,
+    ):
+        if mode not in TEMPLATES:
+            raise ValueError(f"mode must be one of {', '.join(TEMPLATES)}, got {mode!r}")
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}")
+        if generate not in (None, "reference", "task"):
+            raise ValueError(f"generate must be 'reference', 'task' or absent, got {generate!r}")
+        if len(scale) != 2 or not all(isinstance(x, int) for x in scale) or scale[0] >= scale[1]:
+            raise ValueError(f"scale must be [low, high] integers with low < high, got {scale!r}")
+        self.default_template = TEMPLATES[mode]
+        super().__init__(**options)
+        self.rubric = None if rubric is None else _rubric_from_config(rubric)
+        if self.rubric is not None and mode != "holistic" and aggregation == "points":
+            aggregate(self.rubric, [0.0] * len(self.rubric.criteria), "points")  # fail now, not per sample
+        self.rubric_field = rubric_field
+        self.store = RubricStore(store) if isinstance(store, str | Path) else store
+        self.prompt_id_field = prompt_id_field
+        self.generate = generate
+        self.task_description_field = task_description_field
+        self.min_criteria = min_criteria
+        self.max_criteria = max_criteria
+        self.mode = mode
+        self.aggregation = aggregation
+        self.low, self.high = scale
+        self.holistic_labels = LabelSet([str(x) for x in range(self.low, self.high + 1)])
+        self.use_reference = use_reference
+        self._generated: dict[str, Rubric] = {}
+        self._observers: list[Callable[[Sequence[Sample], list[Score], dict[int, Rubric]], None]] = []
+
+    def observe(self, observer: Callable[[Sequence[Sample], list[Score], dict[int, Rubric]], None]) -> None:
+        """Call ``observer(samples, scores, rubrics)`` after every batch (online elicitation
+        collects the step's rollouts and verdicts this way); ``rubrics`` maps a sample's index to
+        the rubric it was graded with."""
+        self._observers.append(observer)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_observers": []}  # observers belong to this process's trainer
+
+    async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
+        scores: list[Score | None] = [None] * len(samples)
+        texts = self.readable(samples, scores)
+        rubrics = await self._rubrics(samples, texts, scores)
+        graded = await asyncio.gather(
+            *(self._grade(samples[i], i, texts[i], *rubrics[i]) for i in texts if scores[i] is None)
+        )
+        for index, score in zip([i for i in texts if scores[i] is None], graded, strict=True):
+            scores[index] = score
+        result = scored(scores)
+        used = {index: rubric for index, (rubric, _) in rubrics.items()}
+        for observer in self._observers:
+            observer(samples, result, used)
+        return result
+
+    def prompt_id(self, sample: Sample, prompt: str) -> str:
+        """The id a sample's prompt has in the store: its field, or a hash of the prompt."""
+        value = sample.fields.get(self.prompt_id_field)
+        return str(value) if value is not None else prompt_key(prompt)
+
+    async def _rubrics(
+        self, samples: Sequence[Sample], texts: dict[int, tuple[str, str]], scores: list[Score | None]
+    ) -> dict[int, tuple[Rubric, Usage]]:
+        """Each sample's rubric and what finding it cost; failures go straight into ``scores``."""
+        found: dict[int, tuple[Rubric, Usage]] = {}
+        to_generate: dict[str, list[int]] = defaultdict(list)
+        for index, (prompt, _) in texts.items():
+            sample = samples[index]
+            try:
+                rubric = self._known_rubric(sample, prompt)
+            except RubricError as error:
+                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+                continue
+            if rubric is not None:
+                found[index] = (rubric, Usage())
+            elif self.generate is not None:
+                to_generate[self._generation_key(sample, prompt)].append(index)
+            else:
+                scores[index] = Score.failure(
+                    Status.INVALID_INPUT,
+                    f"{sample.label(index)}: {self.rubric_field}: no rubric for this sample (not in "
+                    "the field, the store or the config, and generate is off)",
+                )
+        results = await asyncio.gather(
+            *(self._generated_rubric(samples, texts, group) for group in to_generate.values())
+        )
+        for group, result in zip(to_generate.values(), results, strict=True):
+            for position, index in enumerate(group):
+                if isinstance(result, Score):
+                    failure = Score.failure(result.status, f"{samples[index].label(index)}: {result.reason}")
+                    failure.details = dict(result.details)
+                    failure.usage = result.usage if position == 0 else Usage()
+                    scores[index] = failure
+                else:
+                    rubric, usage = result
+                    # One generation serves the prompt's samples: charged to the first.
+                    found[index] = (
+                        rubric,
+                        usage if position == 0 else Usage(calls=usage.calls, cached_calls=usage.calls),
+                    )
+        return found
+
+    def _known_rubric(self, sample: Sample, prompt: str) -> Rubric | None:
+        own = sample.fields.get(self.rubric_field)
+        if own is not None:
+            return Rubric.from_data(own, where=f"fields.{self.rubric_field}")
+        if self.store is not None:
+            stored = self.store.rubric(self.prompt_id(sample, prompt))
+            if stored is not None:
+                return stored
+        return self.rubric
+
+    def _generation_key(self, sample: Sample, prompt: str) -> str:
+        reference = (
+            sample.reference
+            if self.generate == "reference"
+            else sample.fields.get(self.task_description_field)
+        )
+        return hashlib.sha256(f"{self.generate}\0{prompt}\0{reference}".encode()).hexdigest()
+
+    async def _generated_rubric(
+        self, samples: Sequence[Sample], texts: dict[int, tuple[str, str]], group: list[int]
+    ) -> tuple[Rubric, Usage] | Score:
+        index = group[0]
+        sample, prompt = samples[index], texts[index][0]
+        key = self._generation_key(sample, prompt)
+        if key in self._generated:
+            return self._generated[key], Usage()
+        if self.generate == "reference" and not sample.reference:
+            return Score.failure(
+                Status.INVALID_INPUT, "reference: generating a rubric from the reference needs one"
+            )
+        listed = await generate_criteria(
+            self,
+            self.generate or "task",
+            prompt=prompt,
+            reference=sample.reference,
+            task_description=sample.fields.get(self.task_description_field),
+            min_criteria=self.min_criteria,
+            max_criteria=self.max_criteria,
+        )
+        if not listed.ok:
+            failure = listed.failure("rubric generation")
+            return failure
+        rubric = Rubric(
+            tuple(listed.values or ()),
+            id=self.prompt_id(sample, prompt),
+            metadata={"source": f"generated:{self.generate}"},
+        )
+        self._generated[key] = rubric
+        return rubric, listed.completion.usage
+
+    async def _grade(
+        self, sample: Sample, index: int, texts: tuple[str, str], rubric: Rubric, found_usage: Usage
+    ) -> Score:
+        who = sample.label(index)
+        if self.mode != "holistic" and self.aggregation == "points" and rubric.positive_weight <= 0:
+            # Checked before any call: the verdicts could not be folded into a value anyway.
+            reason = f"{who}: rubric {rubric.id}: the points rule needs at least one positive criterion"
+            return Score.failure(Status.INVALID_INPUT, reason, usage=found_usage)
+        prompt, completion = texts
+        values = {
+            "prompt": prompt,
+            "completion": completion,
+            "reference": sample.reference if self.use_reference else None,
+            "low": self.low,
+            "high": self.high,
+        }
+        if self.mode == "holistic":
+            score = await self._holistic(values, rubric, who)
+        elif self.mode == "one_call":
+            score = await self._one_call(values, rubric, who)
+        else:
+            score = await self._per_criterion(values, rubric, who)
+        score.usage = found_usage + (score.usage or Usage())
+        score.details.update(rubric_id=rubric.id, rubric_version=rubric.version, mode=self.mode)
+        return score
+
+    async def _holistic(self, values: dict[str, Any], rubric: Rubric, who: str) -> Score:
+        criteria = [{"text": c.text, "weight": c.weight} for c in rubric.criteria]
+        judgement = await self.ask(
+            {**values, "criteria": criteria}, self.holistic_labels, "score", scale_max=self.high
+        )
+        if not judgement.ok:
+            return judgement.failure(who)
+        raw = expected_label(judgement.distribution(self.holistic_labels))
+        return graded_score(judgement, raw, self.low, self.high, normalize=True)
+
+    async def _per_criterion(self, values: dict[str, Any], rubric: Rubric, who: str) -> Score:
+        judgements = await asyncio.gather(
+            *(
+                self.ask(
+                    {
+                        **values,
+                        "criterion": c.text,
+                        "pitfall": c.is_pitfall,
+                        "labels": criterion_labels(c).labels,
+                    },
+                    criterion_labels(c),
+                    "verdict",
+                )
+                for c in rubric.criteria
+            )
+        )
+        usage = sum((j.completion.usage for j in judgements), Usage())
+        failed = next((j for j in judgements if not j.ok), None)
+        if failed is not None:
+            criterion = rubric.criteria[judgements.index(failed)]
+            failure = failed.failure(f"{who} criterion {criterion.id}")
+            failure.usage = usage
+            return failure
+        met = [
+            satisfaction(c, j.distribution(criterion_labels(c)))
+            for c, j in zip(rubric.criteria, judgements, strict=True)
+        ]
+        return self._aggregated(
+            rubric, met, [j.verdict.label for j in judgements], usage, who, judgements=judgements
+        )  # type: ignore[union-attr]
+
+    async def _one_call(self, values: dict[str, Any], rubric: Rubric, who: str) -> Score:
+        criteria = [{"text": c.text, "labels": criterion_labels(c).labels} for c in rubric.criteria]
+
+        def read(text: str, fences: Any) -> list[str]:
+            raw = read_label_list(
+                text, LabelSet(_all_labels(rubric)), "verdicts", len(rubric.criteria), fences=fences
+            )
+            labels = []
+            for position, (criterion, label) in enumerate(zip(rubric.criteria, raw, strict=True), start=1):
+                canonical = criterion_labels(criterion).canonical(label)
+                if canonical is None:
+                    raise VerdictError(
+                        f"verdict {position} is {label!r}, not {criterion_labels(criterion).describe()}"
+                    )
+                labels.append(canonical)
+            return labels
+
+        listed = await self.ask_list({**values, "criteria": criteria}, read)
+        if not listed.ok:
+            return listed.failure(who)
+        labels = listed.values or []
+        met = [
+            satisfaction(c, {label: float(label == chosen) for label in criterion_labels(c).labels})
+            for c, chosen in zip(rubric.criteria, labels, strict=True)
+        ]
+        return self._aggregated(rubric, met, labels, listed.completion.usage, who)
+
+    def _aggregated(
+        self,
+        rubric: Rubric,
+        met: list[float],
+        labels: list[str],
+        usage: Usage,
+        who: str,
+        *,
+        judgements: list[Judgement] | None = None,
+    ) -> Score:
+        try:
+            value = aggregate(rubric, met, self.aggregation)
+        except RubricError as error:
+            return Score.failure(Status.INVALID_INPUT, f"{who}: rubric {rubric.id}: {error}", usage=usage)
+        listed = []
+        for position, (criterion, s, label) in enumerate(zip(rubric.criteria, met, labels, strict=True)):
+            entry: dict[str, Any] = {
+                "id": criterion.id,
+                "text": clipped(criterion.text, 300),
+                "weight": criterion.weight,
+                "met": round(s, 6),
+                "verdict": label,
+            }
+            if (
+                judgements is not None
+                and judgements[position].verdict is not None
+                and judgements[position].verdict.source != "bare"
+            ):
+                entry["reason"] = clipped(judgements[position].answer, 1000)
+            listed.append(entry)
+        return Score(
+            value=value,
+            breakdown={criterion.id: s for criterion, s in zip(rubric.criteria, met, strict=True)},
+            usage=usage,
+            details={"criteria": listed, "aggregation": self.aggregation},
+        )
+
+
+def _all_labels(rubric: Rubric) -> list[str]:
+    labels: list[str] = []
+    for criterion in rubric.criteria:
+        for label in criterion_labels(criterion).labels:
+            if label.lower() not in {x.lower() for x in labels}:
+                labels.append(label)
+    return labels
+
+
+def _rubric_from_config(value: Any) -> Rubric:
+    if isinstance(value, Rubric):
+        return value
+    if isinstance(value, str | Path) and not str(value).lstrip().startswith(("[", "{")):
+        return Rubric.load(value)
+    return Rubric.from_data(value, where="rubric")

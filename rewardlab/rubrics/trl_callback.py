@@ -1,0 +1,52 @@
+"""Online rubric elicitation inside a TRL trainer: a `TrainerCallback` that, after each
+optimizer step, elicits criteria from the rollouts the rubric reward just scored and writes them
+to the live store - which the same reward reads at the next step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rewardlab.optional import require
+from rewardlab.rewards.contract import run_sync
+from rewardlab.rubrics.elicit import ElicitationOptions, RubricElicitor, StepReport
+from rewardlab.rubrics.grading import RubricReward
+from rewardlab.rubrics.online import StepCollector
+
+transformers = require("transformers", "the rubric elicitation callback")
+
+
+class RubricElicitationCallback(transformers.TrainerCallback):
+    """Pass to a trainer's ``callbacks`` beside ``as_reward_func(reward)``.
+
+    Args:
+        reward: The `RubricReward` in the trainer's reward functions; it must have a ``store``.
+        options: `ElicitationOptions`.
+        reference_field: The dataset column with a reference (control) policy's response.
+        every_n_steps: Elicit every this many steps.
+        elicitor: A ready `RubricElicitor` (by default one on the reward's judge and store).
+
+    ``reports`` keeps every step's `StepReport`.
+    """
+
+    def __init__(
+        self,
+        reward: RubricReward,
+        *,
+        options: ElicitationOptions | None = None,
+        reference_field: str = "reference_response",
+        every_n_steps: int = 1,
+        elicitor: RubricElicitor | None = None,
+    ):
+        if reward.store is None:
+            raise ValueError("online elicitation needs a RubricReward with a store to grow")
+        self.collector = StepCollector(reward, reference_field)
+        self.elicitor = elicitor or RubricElicitor(reward, reward.store, options)
+        self.every_n_steps = every_n_steps
+        self.reports: list[StepReport] = []
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+        if state.global_step % self.every_n_steps == 0:
+            prompts = self.collector.drain()
+            if prompts:
+                self.reports.append(run_sync(self.elicitor.step(state.global_step, prompts)))
+        return control
