@@ -167,24 +167,38 @@ def _add_elicit_command(commands: argparse._SubParsersAction) -> None:
     )
     elicit.add_argument("--output", type=Path, metavar="STEPS.jsonl", help="write each step's report here")
     defaults = ElicitationOptions()
-    for name, kind, meaning in (
-        ("pairs_per_prompt", _positive_int, "policy-vs-reference comparisons per prompt per step"),
-        ("max_new_per_pair", _positive_int, "criteria one comparison may propose"),
-        ("max_active", _positive_int, "most active criteria per prompt"),
-        ("similarity", float, "word overlap at which a proposal merges into a criterion"),
-        ("retire_after", _positive_int, "steps without variance before a criterion retires"),
+    for name, kind, metavar, meaning in (
+        ("pairs_per_prompt", _positive_int, "N", "policy-vs-reference comparisons per prompt per step"),
+        ("max_new_per_pair", _positive_int, "N", "criteria one comparison may propose"),
+        ("max_active", _positive_int, "N", "most active criteria per prompt"),
+        ("similarity", _fraction, "X", "word overlap at which a proposal merges into a criterion"),
+        ("retire_after", _positive_int, "N", "steps without variance before a criterion retires"),
+        ("flat_tolerance", _fraction, "X", "verdict spread that still counts as no variance"),
     ):
         elicit.add_argument(
             "--" + name.replace("_", "-"),
             type=kind,
             default=getattr(defaults, name),
-            metavar="N",
+            metavar=metavar,
             help=f"{meaning} (default: %(default)s)",
         )
     elicit.add_argument(
-        "--retire-hand-written", action="store_true", help="let hand-written criteria retire too"
+        "--retire-any",
+        action="store_true",
+        help="let any criterion retire, not only elicited ones (by default hand-written and generated "
+        "ones stay)",
     )
     elicit.set_defaults(run=_elicit)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {value}")
+    return value
 
 
 def _elicit(args: argparse.Namespace) -> int:
@@ -194,6 +208,20 @@ def _elicit(args: argparse.Namespace) -> int:
     from rewardlab.rubrics.store import RubricStore
 
     rows = read_step_rows(args.input)
+    if args.output is not None and not args.output.parent.is_dir():
+        raise UsageError(f"--output {args.output}: no such folder {args.output.parent}")
+    try:
+        options = ElicitationOptions(
+            pairs_per_prompt=args.pairs_per_prompt,
+            max_new_per_pair=args.max_new_per_pair,
+            max_active=args.max_active,
+            similarity=args.similarity,
+            retire_after=args.retire_after,
+            flat_tolerance=args.flat_tolerance,
+            retire_only_elicited=not args.retire_any,
+        )
+    except ValueError as error:
+        raise UsageError(str(error)) from error
     reward = _build_reward(args.config)
     try:
         if not isinstance(reward, RubricReward):
@@ -201,17 +229,11 @@ def _elicit(args: argparse.Namespace) -> int:
                 f"--config {args.config}: elicitation needs a 'rubric' reward, got {reward.name!r}"
             )
         if args.store is not None:
+            if reward.store is not None:
+                reward.store.close()
             reward.store = RubricStore(args.store)
         if reward.store is None:
             raise UsageError("no rubric store: pass --store or give the config a store")
-        options = ElicitationOptions(
-            pairs_per_prompt=args.pairs_per_prompt,
-            max_new_per_pair=args.max_new_per_pair,
-            max_active=args.max_active,
-            similarity=args.similarity,
-            retire_after=args.retire_after,
-            retire_hand_written=args.retire_hand_written,
-        )
         steps = replay(reward, RubricElicitor(reward, reward.store, options), rows)
     finally:
         reward.close()

@@ -1,3 +1,4 @@
-"""Process rewards (not built yet): step splitting, discriminative and generative PRMs,
-Monte-Carlo step labels, implicit PRM and progress advantage. Tracked in the issue
-"Process rewards: ..."."""
+"""Process rewards: step splitting (`splitting`), progress advantage and the implicit PRM
+(`implicit`, on `logprobs`), discriminative PRMs (`discriminative`, `formats`), a generative
+step judge (`step_judge`), Monte-Carlo step labels (`monte_carlo`), and what step scores are
+used for (`applications`)."""

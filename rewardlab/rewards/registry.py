@@ -45,6 +45,11 @@ BUILTIN_REWARDS: dict[str, str] = {
     "reference_scaffolded_judge": "rewardlab.judges.scaffolded:ReferenceScaffoldedJudge",
     "rubric": "rewardlab.rubrics.grading:RubricReward",
     "self_proposed_rubric": "rewardlab.rubrics.self_proposed:SelfProposedRubricReward",
+    "progress_advantage": "rewardlab.prm.implicit:ProgressAdvantageReward",
+    "implicit_prm": "rewardlab.prm.implicit:ImplicitPRMReward",
+    "prm": "rewardlab.prm.discriminative:DiscriminativePRMReward",
+    "monte_carlo_steps": "rewardlab.prm.monte_carlo:MonteCarloStepReward",
+    "step_judge": "rewardlab.prm.step_judge:StepJudge",
 }
 
 _user_rewards: dict[str, type[Reward]] = {}

@@ -1,21 +1,22 @@
 """Step-level rewards: splitting a completion into segments, folding step scores into one value,
 and turning a group's step scores into per-step advantages.
 
-Folding is always an explicit, named choice (``min``, ``last``, ``mean``, ``sum``, ``product``):
-they mean different things - ``min`` says "as good as the worst step", ``last`` trusts the final
-state, ``product`` treats steps as independent chances of being right.
+Folding is always an explicit, named choice (``min``, ``last``, ``mean``, ``sum``, ``product``,
+``max``, ``bottom_10``): they mean different things - ``min`` says "as good as the worst step",
+``last`` trusts the final state, ``product`` treats steps as independent chances of being right,
+``bottom_10`` is the mean of the lowest tenth of the steps (at least one): the weak spots, less
+noisy than the single worst.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections.abc import Sequence
 from typing import Literal
 
-Aggregate = Literal["min", "last", "mean", "sum", "product"]
-AGGREGATES: tuple[str, ...] = ("min", "last", "mean", "sum", "product")
+Aggregate = Literal["min", "last", "mean", "sum", "product", "max", "bottom_10"]
+AGGREGATES: tuple[str, ...] = ("min", "last", "mean", "sum", "product", "max", "bottom_10")
 
 
 def aggregate_steps(values: Sequence[float], how: Aggregate) -> float:
@@ -32,41 +33,21 @@ def aggregate_steps(values: Sequence[float], how: Aggregate) -> float:
         return math.fsum(values)
     if how == "product":
         return math.prod(values)
+    if how == "max":
+        return max(values)
+    if how == "bottom_10":
+        lowest = sorted(values)[: max(1, math.ceil(len(values) / 10))]
+        return math.fsum(lowest) / len(lowest)
     raise ValueError(f"unknown aggregate {how!r}; one of {', '.join(AGGREGATES)}")
 
 
 def split_segments(text: str, max_segments: int = 12) -> list[tuple[int, int]]:
-    """Character spans of the segments (steps) of ``text``.
+    """Character spans of the segments (steps) of ``text`` for a judge: paragraphs (a single
+    paragraph is split at line breaks), the shortest adjacent pair merged while there are more
+    than ``max_segments``. An empty text is one empty segment, so it still gets a verdict."""
+    from rewardlab.prm.splitting import split_steps
 
-    Segments are paragraphs (split at blank lines); a text with a single paragraph is split at
-    line breaks instead. While more than ``max_segments`` remain, the adjacent pair with the
-    shortest combined length is merged, so a judge never gets hundreds of one-line steps.
-    Whitespace between segments belongs to none.
-    """
-    if max_segments < 1:
-        raise ValueError("max_segments must be at least 1")
-    spans = _spans(text, r"\n[ \t]*\n")
-    if len(spans) == 1:
-        spans = _spans(text, r"\n")
-    while len(spans) > max_segments:
-        lengths = [spans[i + 1][1] - spans[i][0] for i in range(len(spans) - 1)]
-        i = lengths.index(min(lengths))
-        spans[i : i + 2] = [(spans[i][0], spans[i + 1][1])]
-    return spans
-
-
-def _spans(text: str, separator: str) -> list[tuple[int, int]]:
-    spans, start = [], 0
-    for match in [*re.finditer(separator, text), None]:
-        end = match.start() if match else len(text)
-        piece = text[start:end]
-        if piece.strip():
-            left = start + len(piece) - len(piece.lstrip())
-            right = start + len(piece.rstrip())
-            spans.append((left, right))
-        if match:
-            start = match.end()
-    return spans or [(0, len(text))]
+    return split_steps(text, "paragraphs", max_steps=max_segments) or [(0, len(text))]
 
 
 def process_advantages(group: Sequence[Sequence[float]]) -> list[list[float]]:

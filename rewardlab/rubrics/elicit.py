@@ -6,14 +6,17 @@ A proposal close to an existing criterion is merged into it (logged, not added);
 added with weights from their category and provenance ``elicited@step:N``. Guard rails:
 
 - a cap on active criteria per prompt (proposals beyond it are dropped, and logged);
-- retirement of criteria that no longer discriminate: a criterion whose verdicts were the same
-  for every rollout of the prompt for ``retire_after`` steps in a row leaves the rubric (criteria
-  written by hand stay, unless ``retire_hand_written``);
+- retirement of criteria that no longer discriminate: an elicited criterion whose verdicts were
+  the same (within ``flat_tolerance``) for every rollout of the prompt for ``retire_after`` of
+  the prompt's steps in a row leaves the rubric (hand-written and generated criteria stay,
+  unless ``retire_only_elicited`` is off);
 - every change goes to the `RubricStore`'s log, as a new rubric version; proposals that could
   not be read are logged in the step's report.
 
-Closeness is the Jaccard overlap of the criteria's word sets (at or above ``similarity``): cheap,
-deterministic, and enough to catch the rewordings a judge produces.
+Closeness is the Jaccard overlap of the criteria's word sets (at or above ``similarity``), never
+across a differing number or negation: cheap, deterministic, and enough to catch the rewordings
+a judge produces without merging a criterion into its opposite. Retirement counters live in the
+elicitor, for the length of one run.
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ class StepReport:
     versions: dict[str, int] = field(default_factory=dict)
 
 
+# Words that turn a criterion into its opposite: two criteria differing in one of them (or in a
+# number) are not rewordings of each other, however many words they share.
+NEGATIONS = frozenset({"not", "no", "never", "without", "none", "nor", "avoid", "avoids", "fails", "t"})
+
+
 def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
@@ -70,6 +78,15 @@ def similarity(a: str, b: str) -> float:
     """Jaccard overlap of two texts' word sets."""
     left, right = words(a), words(b)
     return len(left & right) / len(left | right) if left | right else 1.0
+
+
+def same_criterion(a: str, b: str, threshold: float) -> bool:
+    """Whether ``b`` rewords ``a``: word overlap at or above ``threshold``, and no number or
+    negation that one has and the other lacks ("the answer is 12" is not "the answer is 13")."""
+    differing = words(a) ^ words(b)
+    if any(word.isdigit() or word in NEGATIONS for word in differing):
+        return False
+    return similarity(a, b) >= threshold
 
 
 class RubricElicitor:
@@ -110,9 +127,10 @@ class RubricElicitor:
         retired = {change.criterion_id for change in changes}
         active = [c for c in active if c.id not in retired]
         for proposal in await self._proposals(step, rollouts, active, report):
-            closest = max(active, key=lambda c: similarity(c.text, proposal.text), default=None)
-            score = similarity(closest.text, proposal.text) if closest is not None else 0.0
-            if closest is not None and score >= self.options.similarity:
+            matches = [c for c in active if same_criterion(c.text, proposal.text, self.options.similarity)]
+            closest = max(matches, key=lambda c: similarity(c.text, proposal.text), default=None)
+            if closest is not None:
+                score = similarity(closest.text, proposal.text)
                 changes.append(
                     Change("merge", proposal, closest.id, f"word overlap {score:.2f} with {closest.id}")
                 )
@@ -124,6 +142,7 @@ class RubricElicitor:
             else:
                 changes.append(Change("add", proposal, reason=f"elicited at step {step}"))
                 active.append(proposal)
+                self._flat_steps.pop((rollouts.prompt_id, proposal.id), None)  # a fresh start
         if not changes:
             return [], None
         if self.store.rubric(rollouts.prompt_id) is None:
@@ -146,13 +165,15 @@ class RubricElicitor:
             key = (rollouts.prompt_id, criterion.id)
             if len(verdicts) < 2:
                 continue
-            flat = max(verdicts) - min(verdicts) < 1e-9
+            flat = max(verdicts) - min(verdicts) <= self.options.flat_tolerance
             self._flat_steps[key] = self._flat_steps.get(key, 0) + 1 if flat else 0
-            retirable = self.options.retire_hand_written or criterion.provenance != "hand-written"
+            retirable = not self.options.retire_only_elicited or criterion.provenance.startswith("elicited")
             remaining = len(active) - len(changes)
             if retirable and self._flat_steps[key] >= self.options.retire_after and remaining > 1:
-                value = verdicts[0]
-                reason = f"the same verdict ({value:g}) for every rollout for {self._flat_steps[key]} steps"
+                reason = (
+                    f"the same verdict (about {sum(verdicts) / len(verdicts):.2g}) for every rollout for "
+                    f"{self._flat_steps[key]} of the prompt's steps in a row"
+                )
                 changes.append(Change("retire", criterion_id=criterion.id, reason=reason))
         return changes
 
@@ -190,6 +211,6 @@ class RubricElicitor:
                 report.failures.append(failure.reason or "elicitation failed")
                 continue
             for proposal in judgement.values or []:
-                if all(similarity(p.text, proposal.text) < self.options.similarity for p in proposals):
+                if not any(same_criterion(p.text, proposal.text, self.options.similarity) for p in proposals):
                     proposals.append(replace(proposal, provenance=provenance))
         return proposals

@@ -1,9 +1,12 @@
 """`RubricReward`: a response graded against a rubric by an LLM judge.
 
-Where a sample's rubric comes from, in order: its ``fields[rubric_field]`` (a dataset column);
-the `RubricStore` at ``store``, by the sample's prompt id; the ``rubric`` given in the config;
-or, with ``generate``, a rubric the judge writes from the sample's reference or from the task
-(once per prompt). A sample with none of these is ``invalid_input``.
+Where a sample's rubric comes from, in order: the `RubricStore` at ``store``, by the sample's
+prompt id (the live rubrics of online elicitation, which must win over the data they started
+from); its ``fields[rubric_field]`` (a dataset column); the ``rubric`` given in the config; or,
+with ``generate``, a rubric the judge writes from the sample's reference or from the task (once
+per prompt). A sample with none of these is ``invalid_input``. The grader sees the prompt, the
+response and the rubric - not the reference, unless ``use_reference`` (a rubric written from a
+hidden reference is there so that the grader need not see it).
 
 Three ways to grade, a choice between cost and accuracy:
 
@@ -15,13 +18,15 @@ Three ways to grade, a choice between cost and accuracy:
 Per-criterion verdicts (the judge's probability of "yes" where it gives log-probabilities; a
 choice's value for ordinal criteria) fold into one value by ``aggregation`` (see `aggregate.py`);
 ``Score.breakdown`` holds each criterion's verdict under its id (so the TRL adapter logs
-``<name>/<criterion id>``), and ``details`` each criterion's text, weight and verdict.
+``<name>/<criterion id>``), or each category's mean verdict (``breakdown_by: category``), and
+``details`` each criterion's text, weight and verdict.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -58,12 +63,17 @@ def criterion_labels(criterion: Criterion) -> LabelSet:
     return LabelSet([choice.label for choice in criterion.choices])
 
 
-def satisfaction(criterion: Criterion, distribution: Mapping[str, float]) -> float:
-    """How far ``criterion`` is met, from the judge's distribution over its labels."""
+def satisfaction(criterion: Criterion, distribution: Mapping[str, float], fully: bool = False) -> float:
+    """How far ``criterion`` is met, from the judge's distribution over its labels: the
+    probability of "yes", or an ordinal criterion's expected choice value - or, with ``fully``
+    (all-or-nothing grading), the probability of a choice worth the whole criterion."""
     if criterion.choices is None:
-        return distribution["yes"]
-    values = {choice.label: choice.value for choice in criterion.choices}
-    return sum(values[label] * p for label, p in distribution.items())
+        met = distribution["yes"]
+    elif fully:
+        met = sum(p for label, p in distribution.items() if criterion.choice(label).value >= 1.0)
+    else:
+        met = sum(criterion.choice(label).value * p for label, p in distribution.items())
+    return min(1.0, max(0.0, met))  # float round-off must not push a probability out of [0, 1]
 
 
 class RubricReward(Judge):
@@ -81,7 +91,11 @@ class RubricReward(Judge):
         mode: ``per_criterion``, ``one_call`` or ``holistic``.
         aggregation: ``points`` (HealthBench), ``weighted_sum``, ``all_or_nothing`` or ``fraction``.
         scale: ``[low, high]`` of the holistic grade.
-        use_reference: Show the grader the sample's reference answer, when it has one.
+        breakdown_by: ``criterion`` (each criterion's verdict under its id, logged by the TRL
+            adapter as ``rubric/<id>``) or ``category`` (the mean verdict of each category: a
+            bounded set of metrics when every prompt has its own rubric).
+        use_reference: Show the grader the sample's reference answer, when it has one (off by
+            default: rubric graders see the prompt, the response and the rubric).
         **options: Backend, client, template and verdict options of `Judge`.
     """
 
@@ -102,7 +116,8 @@ class RubricReward(Judge):
         mode: Mode = "per_criterion",
         aggregation: Aggregation = "points",
         scale: Sequence[int] = (1, 10),
-        use_reference: bool = True,
+        breakdown_by: Literal["criterion", "category"] = "criterion",
+        use_reference: bool = False,
         **options: Any,
     ):
         if mode not in TEMPLATES:
@@ -111,6 +126,10 @@ class RubricReward(Judge):
             raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}")
         if generate not in (None, "reference", "task"):
             raise ValueError(f"generate must be 'reference', 'task' or absent, got {generate!r}")
+        if not 1 <= min_criteria <= max_criteria:
+            raise ValueError(
+                f"need 1 <= min_criteria <= max_criteria, got min {min_criteria}, max {max_criteria}"
+            )
         if len(scale) != 2 or not all(isinstance(x, int) for x in scale) or scale[0] >= scale[1]:
             raise ValueError(f"scale must be [low, high] integers with low < high, got {scale!r}")
         self.default_template = TEMPLATES[mode]
@@ -129,8 +148,14 @@ class RubricReward(Judge):
         self.aggregation = aggregation
         self.low, self.high = scale
         self.holistic_labels = LabelSet([str(x) for x in range(self.low, self.high + 1)])
+        self.check_labels(self.holistic_labels if mode == "holistic" else YES_NO)
+        for criterion in self.rubric.criteria if self.rubric is not None else ():
+            self.check_labels(criterion_labels(criterion))
+        if breakdown_by not in ("criterion", "category"):
+            raise ValueError(f"breakdown_by must be 'criterion' or 'category', got {breakdown_by!r}")
+        self.breakdown_by = breakdown_by
         self.use_reference = use_reference
-        self._generated: dict[str, Rubric] = {}
+        self._generated: dict[str, tuple[Rubric, Usage]] = {}
         self._observers: list[Callable[[Sequence[Sample], list[Score], dict[int, Rubric]], None]] = []
 
     def observe(self, observer: Callable[[Sequence[Sample], list[Score], dict[int, Rubric]], None]) -> None:
@@ -139,12 +164,16 @@ class RubricReward(Judge):
         the rubric it was graded with."""
         self._observers.append(observer)
 
+    def unobserve(self, observer: Callable[[Sequence[Sample], list[Score], dict[int, Rubric]], None]) -> None:
+        """Stop calling ``observer``."""
+        self._observers.remove(observer)
+
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_observers": []}  # observers belong to this process's trainer
 
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
-        texts = self.readable(samples, scores)
+        texts = self.readable(samples, scores, minimum=0.0)
         rubrics = await self._rubrics(samples, texts, scores)
         graded = await asyncio.gather(
             *(self._grade(samples[i], i, texts[i], *rubrics[i]) for i in texts if scores[i] is None)
@@ -174,6 +203,10 @@ class RubricReward(Judge):
                 rubric = self._known_rubric(sample, prompt)
             except RubricError as error:
                 scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+                continue
+            except sqlite3.Error as error:
+                reason = f"{sample.label(index)}: rubric store {self.store.path}: {error}"  # type: ignore[union-attr]
+                scores[index] = Score.failure(Status.BACKEND_ERROR, reason)
                 continue
             if rubric is not None:
                 found[index] = (rubric, Usage())
@@ -205,13 +238,13 @@ class RubricReward(Judge):
         return found
 
     def _known_rubric(self, sample: Sample, prompt: str) -> Rubric | None:
-        own = sample.fields.get(self.rubric_field)
-        if own is not None:
-            return Rubric.from_data(own, where=f"fields.{self.rubric_field}")
         if self.store is not None:
             stored = self.store.rubric(self.prompt_id(sample, prompt))
             if stored is not None:
                 return stored
+        own = sample.fields.get(self.rubric_field)
+        if own is not None:
+            return Rubric.from_data(own, where=f"fields.{self.rubric_field}")
         return self.rubric
 
     def _generation_key(self, sample: Sample, prompt: str) -> str:
@@ -229,7 +262,8 @@ class RubricReward(Judge):
         sample, prompt = samples[index], texts[index][0]
         key = self._generation_key(sample, prompt)
         if key in self._generated:
-            return self._generated[key], Usage()
+            rubric, usage = self._generated[key]
+            return rubric, Usage(calls=usage.calls, cached_calls=usage.calls)  # written earlier
         if self.generate == "reference" and not sample.reference:
             return Score.failure(
                 Status.INVALID_INPUT, "reference: generating a rubric from the reference needs one"
@@ -244,14 +278,13 @@ class RubricReward(Judge):
             max_criteria=self.max_criteria,
         )
         if not listed.ok:
-            failure = listed.failure("rubric generation")
-            return failure
+            return listed.failure("rubric generation")
         rubric = Rubric(
             tuple(listed.values or ()),
             id=self.prompt_id(sample, prompt),
             metadata={"source": f"generated:{self.generate}"},
         )
-        self._generated[key] = rubric
+        self._generated[key] = (rubric, listed.completion.usage)
         return rubric, listed.completion.usage
 
     async def _grade(
@@ -314,7 +347,7 @@ class RubricReward(Judge):
             failure.usage = usage
             return failure
         met = [
-            satisfaction(c, j.distribution(criterion_labels(c)))
+            satisfaction(c, j.distribution(criterion_labels(c)), self.aggregation == "all_or_nothing")
             for c, j in zip(rubric.criteria, judgements, strict=True)
         ]
         return self._aggregated(
@@ -333,7 +366,8 @@ class RubricReward(Judge):
                 canonical = criterion_labels(criterion).canonical(label)
                 if canonical is None:
                     raise VerdictError(
-                        f"verdict {position} is {label!r}, not {criterion_labels(criterion).describe()}"
+                        f"verdict {position} (criterion {criterion.id}) is {label!r}, not "
+                        f"{criterion_labels(criterion).describe()}"
                     )
                 labels.append(canonical)
             return labels
@@ -343,7 +377,11 @@ class RubricReward(Judge):
             return listed.failure(who)
         labels = listed.values or []
         met = [
-            satisfaction(c, {label: float(label == chosen) for label in criterion_labels(c).labels})
+            satisfaction(
+                c,
+                {label: float(label == chosen) for label in criterion_labels(c).labels},
+                self.aggregation == "all_or_nothing",
+            )
             for c, chosen in zip(rubric.criteria, labels, strict=True)
         ]
         return self._aggregated(rubric, met, labels, listed.completion.usage, who)
@@ -380,10 +418,23 @@ class RubricReward(Judge):
             listed.append(entry)
         return Score(
             value=value,
-            breakdown={criterion.id: s for criterion, s in zip(rubric.criteria, met, strict=True)},
+            breakdown=self._breakdown(rubric, met),
             usage=usage,
             details={"criteria": listed, "aggregation": self.aggregation},
         )
+
+    def _breakdown(self, rubric: Rubric, met: list[float]) -> dict[str, float]:
+        if self.breakdown_by == "criterion":
+            return {criterion.id: s for criterion, s in zip(rubric.criteria, met, strict=True)}
+        by_category: dict[str, list[float]] = defaultdict(list)
+        for criterion, s in zip(rubric.criteria, met, strict=True):
+            by_category[criterion.category or "uncategorized"].append(s)
+        return {category: sum(values) / len(values) for category, values in by_category.items()}
+
+    def close(self) -> None:
+        super().close()
+        if self.store is not None:
+            self.store.close()
 
 
 def _all_labels(rubric: Rubric) -> list[str]:

@@ -69,6 +69,10 @@ class Criterion:
     def is_pitfall(self) -> bool:
         return self.weight < 0
 
+    def choice(self, label: str) -> Choice:
+        """The choice with ``label`` (an ordinal criterion's)."""
+        return next(c for c in self.choices or () if c.label == label)
+
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id, "text": self.text, "weight": self.weight}
         if self.category is not None:
@@ -87,6 +91,8 @@ class Criterion:
             raise RubricError(
                 f"{where}: must be a mapping with 'text' and 'weight', got {type(data).__name__}"
             )
+        # A None is a missing key: a dataset column of structs fills absent fields with None.
+        data = {key: value for key, value in data.items() if value is not None}
         text = data.get("text", data.get("criterion"))
         if not isinstance(text, str) or not text.strip():
             raise RubricError(f"{where}.text: must be a non-empty string")
@@ -108,6 +114,11 @@ class Criterion:
             or weight == 0
         ):
             raise RubricError(f"{where}.weight: must be a finite non-zero number, got {weight!r}")
+        if category == "pitfall" and weight > 0:
+            raise RubricError(
+                f"{where}.weight: a pitfall's weight is negative (making the mistake costs points), "
+                f"got {weight!r}"
+            )
         identifier = data.get("id", "")
         if not isinstance(identifier, str):
             raise RubricError(f"{where}.id: must be a string")
@@ -157,6 +168,7 @@ class Rubric:
         criteria: The criteria, in order.
         id: The rubric's (usually the prompt's) id.
         version: Its version in a `RubricStore`, if it came from one.
+        metadata: Where it came from and anything else worth keeping with it (saved with it).
     """
 
     criteria: tuple[Criterion, ...]
@@ -185,6 +197,8 @@ class Rubric:
             data["id"] = self.id
         if self.version is not None:
             data["version"] = self.version
+        if self.metadata:
+            data["metadata"] = dict(self.metadata)
         return data
 
     @classmethod
@@ -196,15 +210,16 @@ class Rubric:
                 data = json.loads(data)
             except json.JSONDecodeError as error:
                 raise RubricError(f"{where}: not JSON: {error}") from None
-        identifier, version = None, None
+        identifier, version, metadata = None, None, {}
         if isinstance(data, Mapping):
             identifier, version = data.get("id"), data.get("version")
+            metadata = data.get("metadata") or {}
             data = data.get("criteria")
         if not isinstance(data, Sequence) or isinstance(data, str):
             raise RubricError(f"{where}: expected a list of criteria or {{'criteria': [...]}}")
         criteria = tuple(Criterion.from_dict(entry, f"{where}[{i}]") for i, entry in enumerate(data))
         try:
-            return cls(criteria, None if identifier is None else str(identifier), version)
+            return cls(criteria, None if identifier is None else str(identifier), version, dict(metadata))
         except RubricError as error:
             raise RubricError(f"{where}: {error}") from None
 

@@ -35,6 +35,10 @@ class StepCollector:
         self._prompts: dict[str, PromptRollouts] = {}
         reward.observe(self.record)
 
+    def close(self) -> None:
+        """Stop recording."""
+        self.reward.unobserve(self.record)
+
     def record(self, samples: Sequence[Sample], scores: list[Score], rubrics: Mapping[int, Rubric]) -> None:
         for index, (sample, score) in enumerate(zip(samples, scores, strict=True)):
             if index not in rubrics or not score.ok:
@@ -57,6 +61,23 @@ class StepCollector:
         return prompts
 
 
+def merge_rollouts(collected: Iterable[Sequence[PromptRollouts]]) -> list[PromptRollouts]:
+    """One `PromptRollouts` per prompt from several collectors' (the ranks of a distributed run,
+    each of which saw part of every prompt's group)."""
+    merged: dict[str, PromptRollouts] = {}
+    for prompts in collected:
+        for rollouts in prompts:
+            into = merged.setdefault(
+                rollouts.prompt_id,
+                PromptRollouts(rollouts.prompt_id, rollouts.prompt, [], [], base=rollouts.base),
+            )
+            into.policy.extend(rollouts.policy)
+            into.reference.extend(r for r in rollouts.reference if r not in into.reference)
+            for criterion_id, values in rollouts.verdicts.items():
+                into.verdicts.setdefault(criterion_id, []).extend(values)
+    return list(merged.values())
+
+
 @dataclass(slots=True)
 class ReplayStep:
     """One replayed step: the scores the rubrics in force gave, and the elicitation after it."""
@@ -73,6 +94,18 @@ def replay(
     after each step. Rows need ``step``, ``prompt`` and ``completion``; ``prompt_id``,
     ``reference_response`` and ``reference`` are used when present."""
     collector = StepCollector(reward)
+    try:
+        return _replay_steps(reward, elicitor, collector, rows)
+    finally:
+        collector.close()
+
+
+def _replay_steps(
+    reward: RubricReward,
+    elicitor: RubricElicitor,
+    collector: StepCollector,
+    rows: Iterable[Mapping[str, Any]],
+) -> list[ReplayStep]:
     ordered = sorted(rows, key=lambda row: int(row["step"]))
     steps = []
     for step, group in groupby(ordered, key=lambda row: int(row["step"])):

@@ -72,9 +72,19 @@ class SelfProposedRubricReward(Judge):
         self.anchor_client = (
             self.client if anchor is None else JudgeClient(make_backend(anchor), self.client.options)
         )
-        grader_options = {key: value for key, value in options.items() if key not in ("name", "template")}
-        self.grader = RubricReward(aggregation="fraction", mode="per_criterion", **grader_options)
-        self.grader.client = self.client  # one cache, one concurrency limit
+        grader_options = {
+            key: value for key, value in options.items() if key not in ("name", "template", "backend")
+        }
+        # The grader shares this judge's backend and client (one cache, one concurrency limit)
+        # and never sees a reference: the method is reference-free.
+        self.grader = RubricReward(
+            aggregation="fraction",
+            mode="per_criterion",
+            use_reference=False,
+            backend=self.backend,
+            **grader_options,
+        )
+        self.grader.client = self.client
         self.verify = verify
         self.group_field = group_field
         self.min_group = min_group
@@ -122,7 +132,10 @@ class SelfProposedRubricReward(Judge):
             return
         if self.verify == "math":
             results = await self._math_reward().ascore(
-                [Sample(completion=completion, reference=synthesized) for _, _, completion in members]
+                [
+                    Sample(completion=completion, reference=synthesized, id=_label_id(samples, index))
+                    for index, _, completion in members
+                ]
             )
         else:
             proposal = await self.ask_list(
@@ -154,7 +167,9 @@ class SelfProposedRubricReward(Judge):
             rubric = Rubric(tuple(proposal.values or ()), metadata={"source": "self-proposed"})
             graded = [
                 dataclasses.replace(
-                    samples[index], fields={**samples[index].fields, "rubric": rubric.to_dict()}
+                    samples[index],
+                    id=_label_id(samples, index),  # the inner grader names samples by batch position
+                    fields={**samples[index].fields, "rubric": rubric.to_dict()},
                 )
                 for index in indices
             ]
@@ -195,3 +210,9 @@ class SelfProposedRubricReward(Judge):
         super().close()
         if self._math is not None:
             self._math.close()
+
+
+def _label_id(samples: Sequence[Sample], index: int) -> str:
+    """An id that makes an inner reward's messages name the sample as this batch knows it."""
+    identifier = samples[index].id
+    return identifier if identifier is not None else f"#{index}"

@@ -13,7 +13,7 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from rewardlab.rubrics.model import Criterion, Rubric
@@ -92,57 +92,69 @@ class RubricStore(SqliteFile):
         if row is None:
             return None
         stored = Rubric.from_data(json.loads(row[1]), where=f"store {self.path} {prompt_id} v{row[0]}")
-        return Rubric(stored.criteria, id=prompt_id, version=row[0])
+        return replace(stored, id=prompt_id, version=row[0])
 
     def put(self, prompt_id: str, rubric: Rubric, *, step: int | None = None, reason: str = "") -> Rubric:
         """Replace the prompt's rubric with ``rubric`` (a new version)."""
-        return self._commit(prompt_id, list(rubric.criteria), [Change("set", reason=reason)], step)
+        committed = self._commit(prompt_id, [Change("set", reason=reason)], step, replacement=rubric)
+        assert committed is not None  # a replacement always has criteria
+        return committed
 
     def apply(self, prompt_id: str, changes: Sequence[Change], *, step: int | None = None) -> Rubric | None:
-        """Apply ``changes`` to the prompt's latest rubric as one new version; returns it (or
-        the current rubric, unchanged, when ``changes`` is empty)."""
-        current = self.rubric(prompt_id)
-        if not changes:
-            return current
-        criteria = list(current.criteria) if current is not None else []
-        for change in changes:
-            if change.action == "add" and change.criterion is not None:
-                if change.criterion.id not in {c.id for c in criteria}:
-                    criteria.append(change.criterion)
-            elif change.action == "retire":
-                criteria = [c for c in criteria if c.id != change.criterion_id]
-            elif change.action != "merge":
-                raise ValueError(f"cannot apply a {change.action!r} change; use put for a whole rubric")
-        if not criteria:
-            raise ValueError(f"the changes would leave prompt {prompt_id!r} without criteria")
-        return self._commit(prompt_id, criteria, changes, step)
+        """Apply ``changes`` to the prompt's latest rubric; returns the rubric after them.
+
+        The latest version is read inside the writing transaction, so processes sharing the
+        file cannot overwrite each other's changes. Only changes that take effect are logged (an
+        ``add`` of a criterion already there is not); changes that leave the criteria as they
+        were (merges) are logged against the current version without making a new one.
+        """
+        if any(change.action not in ("add", "merge", "retire") for change in changes):
+            raise ValueError("apply takes add, merge and retire changes; use put for a whole rubric")
+        return self._commit(prompt_id, list(changes), step)
 
     def _commit(
-        self, prompt_id: str, criteria: list[Criterion], changes: Sequence[Change], step: int | None
-    ) -> Rubric:
+        self, prompt_id: str, changes: list[Change], step: int | None, replacement: Rubric | None = None
+    ) -> Rubric | None:
         now = time.time()
         with self._lock:
             connection = self._connect()
             connection.execute("BEGIN IMMEDIATE")
             try:
                 latest = connection.execute(
-                    "SELECT MAX(version) FROM versions WHERE prompt_id = ?", (prompt_id,)
-                ).fetchone()[0]
-                version = (latest or 0) + 1
-                snapshot = Rubric(tuple(criteria), id=prompt_id, version=version)
-                connection.execute(
-                    "INSERT INTO versions VALUES (?, ?, ?, ?, ?)",
-                    (prompt_id, version, step, now, json.dumps(snapshot.to_dict())),
-                )
-                for change in changes:
-                    detail = {"reason": change.reason}
-                    if change.criterion is not None:
-                        detail["criterion"] = change.criterion.to_dict()
-                    criterion_id = change.criterion_id or (change.criterion.id if change.criterion else None)
+                    "SELECT version, rubric FROM versions WHERE prompt_id = ? ORDER BY version DESC LIMIT 1",
+                    (prompt_id,),
+                ).fetchone()
+                current = None if latest is None else Rubric.from_data(json.loads(latest[1]))
+                version = 0 if latest is None else latest[0]
+                if replacement is not None:
+                    criteria = list(replacement.criteria)
+                    logged = [(change, {"reason": change.reason}) for change in changes]
+                else:
+                    criteria, logged = _applied(list(current.criteria) if current else [], changes)
+                if not criteria:
+                    raise ValueError(f"the changes would leave prompt {prompt_id!r} without criteria")
+                changed = current is None or [c.to_dict() for c in criteria] != [
+                    c.to_dict() for c in current.criteria
+                ]
+                if changed or replacement is not None:
+                    version += 1
+                    metadata = (
+                        replacement.metadata
+                        if replacement is not None
+                        else (current.metadata if current else {})
+                    )
+                    snapshot = Rubric(tuple(criteria), id=prompt_id, version=version, metadata=metadata)
+                    connection.execute(
+                        "INSERT INTO versions VALUES (?, ?, ?, ?, ?)",
+                        (prompt_id, version, step, now, json.dumps(snapshot.to_dict())),
+                    )
+                else:
+                    snapshot = replace(current, id=prompt_id, version=version) if current else None
+                for change, detail in logged:
                     connection.execute(
                         "INSERT INTO changes (prompt_id, version, step, action, criterion_id, detail, "
                         "created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (prompt_id, version, step, change.action, criterion_id, json.dumps(detail), now),
+                        (prompt_id, version, step, change.action, _subject(change), json.dumps(detail), now),
                     )
                 connection.execute("COMMIT")
             except BaseException:
@@ -169,3 +181,32 @@ class RubricStore(SqliteFile):
                 .fetchall()
             )
         return [row[0] for row in rows]
+
+
+def _subject(change: Change) -> str | None:
+    return change.criterion_id or (change.criterion.id if change.criterion is not None else None)
+
+
+def _applied(
+    criteria: list[Criterion], changes: Sequence[Change]
+) -> tuple[list[Criterion], list[tuple[Change, dict[str, Any]]]]:
+    """The criteria after ``changes``, and the changes that took effect with their log details
+    (a retired criterion's text is kept in its log row)."""
+    logged = []
+    for change in changes:
+        detail: dict[str, Any] = {"reason": change.reason}
+        if change.action == "add" and change.criterion is not None:
+            if change.criterion.id in {c.id for c in criteria}:
+                continue
+            criteria.append(change.criterion)
+            detail["criterion"] = change.criterion.to_dict()
+        elif change.action == "retire":
+            retired = next((c for c in criteria if c.id == change.criterion_id), None)
+            if retired is None:
+                continue
+            criteria.remove(retired)
+            detail["criterion"] = retired.to_dict()
+        elif change.criterion is not None:
+            detail["criterion"] = change.criterion.to_dict()
+        logged.append((change, detail))
+    return criteria, logged

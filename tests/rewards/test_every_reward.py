@@ -1,8 +1,10 @@
 """Properties every built-in reward must have: it pickles (TRL ships reward functions to other
 processes), a malformed sample fails alone with a status, and threads can share it."""
 
+import functools
 import os
 import pickle
+import tempfile
 import threading
 
 import pytest
@@ -35,8 +37,17 @@ CONFIGS = {
     "reference_scaffolded_judge": {"scaffold": "reference", "client": {"cache": None}},
     "rubric": {"rubric": [{"text": "Gives the answer 2", "weight": 1}], "client": {"cache": None}},
     "self_proposed_rubric": {"verify": "math", "client": {"cache": None}},
+    # Step rewards on the embedded model (two instances of it, for the log-ratio rewards) and on
+    # a tiny PRM saved to a folder (see tiny_prm_folder).
+    "progress_advantage": {"policy": "embedded"},
+    "implicit_prm": {"policy": "embedded", "form": "cumulative"},
+    "prm": {"family": "token_classification"},
+    "monte_carlo_steps": {"verifier": {"type": "math_answer"}, "n": 1, "continuer": {"max_new_tokens": 4}},
+    "step_judge": {"client": {"cache": None}},
 }
-JUDGES = {kind for kind in CONFIGS if kind.endswith(("_judge", "rubric"))}
+JUDGES = {kind for kind in CONFIGS if kind.endswith(("_judge", "rubric"))} | {
+    "progress_advantage", "implicit_prm", "monte_carlo_steps"
+}  # fmt: skip
 SAMPLE = Sample(
     prompt="p",
     completion="<think>aa</think><answer>\\boxed{2}</answer> ```python\ndef f():\n    return 1\n```",
@@ -61,7 +72,7 @@ def test_every_builtin_has_a_config_here():
 
 
 def build_for_test(kind):
-    if kind in JUDGES:
+    if kind in JUDGES or kind == "prm":
         from rewardlab.judges.default_model import default_model_path
         from rewardlab.optional import MissingDependency
 
@@ -71,7 +82,28 @@ def build_for_test(kind):
             if not os.environ.get("CI"):
                 pytest.skip(str(error))
             raise
+    if kind == "prm":
+        return build({"type": kind, "model": tiny_prm_folder(), **CONFIGS[kind]})
     return build({"type": kind, **CONFIGS[kind]})
+
+
+@functools.cache
+def tiny_prm_folder():
+    """A token-classification PRM built from a config, saved once per session."""
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForTokenClassification
+
+    from rewardlab.judges.default_model import default_model_path
+    from rewardlab.judges.gguf_conversion import converted_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(converted_folder(default_model_path()))
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, num_labels=2,
+    )  # fmt: skip
+    folder = tempfile.mkdtemp(prefix="rewardlab-tiny-prm-")
+    Qwen2ForTokenClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
 
 
 @pytest.mark.parametrize("kind", sorted(BUILTIN_REWARDS))

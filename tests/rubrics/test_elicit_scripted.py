@@ -11,7 +11,7 @@ import yaml
 from rewardlab import Sample, build
 from rewardlab.cli import main
 from rewardlab.judges.scripted_server import Reply
-from rewardlab.rubrics.elicit import ElicitationOptions, RubricElicitor, similarity
+from rewardlab.rubrics.elicit import ElicitationOptions, RubricElicitor, same_criterion, similarity
 from rewardlab.rubrics.model import Criterion, Rubric
 from rewardlab.rubrics.online import replay
 from rewardlab.rubrics.store import RubricStore
@@ -115,11 +115,11 @@ def test_criteria_are_added_merged_and_retired(setup):
         (1, "add", "Mentions units like metres"),
         (2, "merge", "Mentions the units, metres"),
         (2, "add", "States when the measurement was taken"),
-        (3, "retire", None),
+        (3, "retire", "States when the measurement was taken"),  # the retired text is kept
     ]
     retired = store.history("p1")[-1]
     assert retired.criterion_id == Criterion("States when the measurement was taken", 0.3).id
-    assert "same verdict (0) for every rollout" in retired.detail["reason"]
+    assert "same verdict (about 0) for every rollout for 1 of the prompt's steps" in retired.detail["reason"]
     added = store.rubric("p1", version=3).criteria[-1]
     assert (added.weight, added.provenance) == (0.3, "elicited@step:2")
     # Each step was scored with the rubric in force: the reward is traceable to its version.
@@ -231,3 +231,48 @@ def test_the_elicit_command_needs_a_rubric_reward_and_a_store(tmp_path, capsys):
     config.write_text("type: rubric\n")
     assert main(["elicit", str(rows), "--config", str(config)]) == 2
     assert "no rubric store" in capsys.readouterr().err
+
+
+def test_a_criterion_and_its_opposite_or_another_number_never_merge():
+    assert same_criterion("Mentions units like metres", "Mentions the units, metres", 0.6)
+    assert not same_criterion("States the answer is 12", "States the answer is 13", 0.6)
+    assert not same_criterion(
+        "Recommends antibiotics for a viral sore throat",
+        "Does not recommend antibiotics for a viral sore throat",
+        0.5,
+    )
+
+
+def test_hand_written_criteria_stay_unless_any_may_retire(setup):
+    reward, store = setup
+    # "Says the answer is 42" is met by every rollout of every step: flat, but hand-written.
+    steps = replay(
+        reward, RubricElicitor(reward, store, ElicitationOptions(pairs_per_prompt=1, retire_after=1)), ROWS
+    )
+    retired = {
+        c.criterion_id
+        for step in steps
+        for changes in step.report.changes.values()
+        for c in changes
+        if c.action == "retire"
+    }
+    assert Criterion("Says the answer is 42", 1.0).id not in retired
+    options = ElicitationOptions(pairs_per_prompt=1, retire_after=1, retire_only_elicited=False)
+    replay(reward, RubricElicitor(reward, store, options), [row for row in ROWS if row["step"] == 3])
+    assert Criterion("Says the answer is 42", 1.0).id not in {c.id for c in store.rubric("p1").criteria}
+
+
+def test_elicitation_options_are_checked(tmp_path, capsys):
+    with pytest.raises(ValueError, match="similarity"):
+        ElicitationOptions(similarity=0)
+    with pytest.raises(ValueError, match="max_active"):
+        ElicitationOptions(max_active=0)
+    rows = tmp_path / "rollouts.jsonl"
+    rows.write_text(json.dumps(ROWS[0]) + "\n")
+    config = tmp_path / "rubric.yaml"
+    config.write_text("type: rubric\n")
+    arguments = ["elicit", str(rows), "--config", str(config), "--store", str(tmp_path / "s.sqlite")]
+    assert main([*arguments, "--output", str(tmp_path / "missing" / "steps.jsonl")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*arguments, "--similarity", "1.5"])

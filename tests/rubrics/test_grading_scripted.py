@@ -292,3 +292,72 @@ def test_every_rubric_path_through_the_cli(scripted, tmp_path):
     assert [b["graded"] for b in breakdowns] == pytest.approx([1.0, 5 / 7, -3 / 7])
     assert [b["generated"] for b in breakdowns] == pytest.approx([1.3 / 1.3, 1.0 / 1.3, -0.9 / 1.3])
     assert [b["self_proposed"] for b in breakdowns] == [1.0, 1.0, 0.0]
+
+
+def test_the_store_wins_over_the_column_it_started_from(scripted, tmp_path):
+    scripted.default = grader
+    store = RubricStore(tmp_path / "rubrics.sqlite")
+    store.put("q", Rubric.from_data(RUBRIC[:1]))
+    column = json.dumps(RUBRIC[1:2])  # "Mentions units" only
+    sample = Sample(prompt="How far?", completion="It is 42.", fields={"prompt_id": "q", "rubric": column})
+    (score,) = reward(scripted, store=store.path).score([sample])
+    assert score.value == 1.0 and list(score.breakdown) == ["answer"] and score.details["rubric_version"] == 1
+    (from_column,) = reward(scripted).score([sample])
+    assert from_column.value == 0.0 and list(from_column.breakdown) == ["units"]
+
+
+def test_the_grader_sees_the_reference_only_when_asked(scripted):
+    scripted.default = grader
+    sample = Sample(prompt="How far?", completion="It is 42.", reference="Forty-two metres.")
+    reward(scripted, rubric=RUBRIC[:1]).score([sample])
+    reward(scripted, rubric=RUBRIC[:1], use_reference=True).score([sample])
+    assert [bool(fenced(body, "REFERENCE")) for body in scripted.requests] == [False, True]
+
+
+def test_all_or_nothing_needs_every_ordinal_criterion_fully_met(scripted):
+    rubric = [
+        {"id": "answer", "text": "Says the answer is 42", "weight": 1},
+        {
+            "id": "clarity",
+            "text": "Explains clearly",
+            "weight": 1,
+            "choices": [
+                {"label": "fully", "value": 1},
+                {"label": "partly", "value": 0.5},
+                {"label": "no", "value": 0},
+            ],
+        },
+    ]
+    for answer, expected in (("fully", 1.0), ("partly", 0.0)):
+        scripted.default = lambda body, answer=answer: Reply(
+            text=json.dumps({"verdict": "yes" if "42" in fenced(body, "CRITERION")[0][1] else answer})
+        )
+        (score,) = reward(scripted, rubric=rubric, aggregation="all_or_nothing").score(
+            [Sample(prompt="q", completion="It is 42.")]
+        )
+        assert score.value == expected, answer
+    # The same partial verdict earns half the criterion under points.
+    (points,) = reward(scripted, rubric=rubric).score([Sample(prompt="q", completion="It is 42.")])
+    assert points.value == pytest.approx((1 + 0.5) / 2)
+
+
+def test_options_and_empty_completions(scripted):
+    with pytest.raises(ValueError, match="min_criteria <= max_criteria"):
+        reward(scripted, generate="task", min_criteria=5, max_criteria=2)
+    with pytest.raises(ValueError, match="not prefixes"):
+        reward(scripted, rubric=RUBRIC, mode="holistic", verdict_from="logprobs")
+    (empty,) = reward(scripted, rubric=RUBRIC).score([Sample(prompt="q", completion=" ... ")])
+    assert empty.value == 0.0 and scripted.requests == []
+
+
+def test_a_breakdown_by_category_bounds_the_metrics(scripted):
+    scripted.default = grader
+    rubric = [
+        {**c, "category": category}
+        for c, category in zip(RUBRIC, ["accuracy", "accuracy", "tone"], strict=True)
+    ]
+    (score,) = reward(scripted, rubric=rubric, breakdown_by="category").score(
+        [Sample(prompt="q", completion="It is 42.")]
+    )
+    assert score.breakdown == {"accuracy": 0.5, "tone": 0.0}
+    assert score.value == pytest.approx(5 / 7)  # the value does not depend on the breakdown

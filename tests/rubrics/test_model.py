@@ -95,3 +95,27 @@ def test_unreadable_files_say_so(tmp_path):
     bad.write_text("criteria: [unclosed")
     with pytest.raises(RubricError, match="not valid"):
         Rubric.load(bad)
+
+
+def test_missing_struct_fields_from_a_dataset_column_are_absent_not_invalid():
+    # Arrow fills a struct's absent fields with None.
+    rubric = Rubric.from_data(
+        [
+            {"text": "States the dose", "weight": 5, "id": None, "category": None, "provenance": None},
+            {"text": None, "criterion": "Suggests a doctor", "points": 3, "weight": None, "choices": None},
+        ]
+    )
+    first, second = rubric.criteria
+    assert first.id == criterion_id("States the dose") and first.provenance == "hand-written"
+    assert (second.text, second.weight) == ("Suggests a doctor", 3.0)
+
+
+def test_a_pitfall_with_a_positive_weight_is_refused():
+    with pytest.raises(RubricError, match=r"rubric\[0\]\.weight: a pitfall's weight is negative"):
+        Rubric.from_data([{"text": "Invents a study", "category": "pitfall", "weight": 0.9}])
+
+
+def test_metadata_is_kept(tmp_path):
+    rubric = Rubric((Criterion("A", 1.0),), metadata={"source": "generated:reference"})
+    rubric.save(tmp_path / "r.json")
+    assert Rubric.load(tmp_path / "r.json").metadata == {"source": "generated:reference"}

@@ -1,0 +1,152 @@
+"""Implicit step rewards for best-of-N: throughput against a naive loop, and peak memory on a
+16k-token trajectory.
+
+Throughput: N real Qwen2.5-Math solutions scored as completions of one prompt by progress
+advantage, with two SmolLM2-135M instances (the embedded model; policy and reference - the same
+weights, which changes nothing about the cost). The baseline, in the same process, is the naive
+loop: for each sample, each model runs a full forward pass over prompt + completion and the
+log-softmax of every position is taken. rewardlab runs the prompt once per model, continues
+every completion from its key-value cache, and batches completions of similar length. Two
+prompts: a few-shot prompt (a long shared prefix, the usual best-of-N setting) and the bare
+question (where only batching helps).
+
+Memory: one 16,384-token completion through a model with SmolLM2's vocabulary (49,152), in a
+fresh process each: the naive full forward pass, and rewardlab's chunked one. Peak resident
+memory is printed for both.
+
+Run:  python perf/implicit_throughput.py [--n 16] [--repeats 2] [--skip-memory]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data" / "qwen25-math-cot-100x8.jsonl.gz"
+
+
+def load_rows() -> list[dict]:
+    with gzip.open(DATA, "rt", encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
+
+
+def prompts_and_completions(n: int) -> tuple[str, str, list[str]]:
+    rows = load_rows()
+    shots = "".join(f"Problem: {row['question']}\nSolution: {row['responses'][0]}\n\n" for row in rows[1:4])
+    question = f"Problem: {rows[0]['question']}\nSolution: "
+    completions = [response for row in rows[:4] for response in row["responses"]][:n]
+    return shots + question, question, completions
+
+
+def naive(models, prompt: str, completions: list[str]) -> None:
+    import torch
+
+    tokenizer = models[0].tokenizer
+    prompt_ids = tokenizer(prompt)["input_ids"]
+    with torch.inference_mode():
+        for completion in completions:
+            ids = prompt_ids + tokenizer(completion, add_special_tokens=False)["input_ids"]
+            batch = torch.tensor([ids])
+            for loaded in models:
+                logprobs = torch.log_softmax(loaded.model(batch).logits[0].float(), dim=-1)
+                targets = torch.tensor(ids[len(prompt_ids) :])
+                logprobs[len(prompt_ids) - 1 : -1].gather(-1, targets.unsqueeze(-1))
+
+
+def rewardlab_scoring(reward, prompt: str, completions: list[str]) -> None:
+    from rewardlab import Sample
+
+    scores = reward.score([Sample(prompt=prompt, completion=c) for c in completions])
+    assert all(score.ok for score in scores), scores[0].reason
+
+
+def best_time(run, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def throughput(n: int, repeats: int) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from rewardlab.prm.implicit import ProgressAdvantageReward
+    from rewardlab.prm.models import EMBEDDED, LoadedModel, load_model
+
+    policy = load_model(EMBEDDED)
+    folder = Path(policy.model.name_or_path)
+    reference = LoadedModel(
+        AutoModelForCausalLM.from_pretrained(folder).eval(), policy.tokenizer, "reference"
+    )
+    reward = ProgressAdvantageReward(policy=policy, reference=reference)
+    few_shot, bare, completions = prompts_and_completions(n)
+    tokenizer = policy.tokenizer
+    completion_tokens = sum(len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c in completions)
+    print(f"best-of-{n}: {completion_tokens} completion tokens, two SmolLM2-135M models, CPU")
+    print(f"{'prompt':<22} {'naive tok/s':>12} {'rewardlab tok/s':>16} {'speed-up':>9}")
+    for label, prompt in (("few-shot", few_shot), ("question only", bare)):
+        prompt_tokens = len(tokenizer(prompt)["input_ids"])
+        rewardlab_scoring(reward, prompt, completions[:2])  # warm up
+        slow = best_time(lambda prompt=prompt: naive((policy, reference), prompt, completions), repeats)
+        fast = best_time(lambda prompt=prompt: rewardlab_scoring(reward, prompt, completions), repeats)
+        print(
+            f"{label + f' ({prompt_tokens} tok)':<22} {completion_tokens / slow:>12.0f} "
+            f"{completion_tokens / fast:>16.0f} {slow / fast:>8.2f}x"
+        )
+
+
+MEMORY_PROBE = """
+import resource, sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+from rewardlab.prm.logprobs import TokenLogprobScorer
+torch.manual_seed(0)
+config = LlamaConfig(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=20000)
+model = LlamaForCausalLM(config).eval()
+ids = torch.randint(0, 49152, (16384 + 16,)).tolist()
+with torch.inference_mode():
+    model(torch.tensor([ids[:64]]))  # every lazy allocation of a forward pass made
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with torch.inference_mode():
+    if sys.argv[1] == "naive":
+        logprobs = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), dim=-1)
+        logprobs[15:-1].gather(-1, torch.tensor(ids[16:]).unsqueeze(-1))
+    else:
+        TokenLogprobScorer(model).completion_logprobs(ids[:16], [ids[16:]])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(base / 1024, peak / 1024)
+"""
+
+
+def memory() -> None:
+    print("one 16,384-token completion, vocabulary 49,152 (peak resident memory, fresh process each):")
+    for mode in ("naive", "chunked"):
+        out = subprocess.run(
+            [sys.executable, "-c", MEMORY_PROBE, mode], capture_output=True, text=True, check=True
+        ).stdout
+        base, peak = map(float, out.strip().splitlines()[-1].split())
+        print(f"  {mode:<8} peak {peak:>7.0f} MB, {peak - base:>6.0f} MB above the loaded model")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--skip-memory", action="store_true")
+    args = parser.parse_args()
+    if not args.skip_memory:
+        memory()  # first: a child process inherits this one's peak memory as its own
+    throughput(args.n, args.repeats)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Step rewards from two causal LMs without any step labels: an RL-tuned policy and the reference
+it was tuned from.
+
+Both read the same tokens (one forward pass each per prompt's group, the prompt shared - see
+`logprobs.py`); each completion token then has ``log pi_RL(token) - log pi_ref(token)``.
+
+- **Progress advantage** (``progress_advantage``): for each step, aggregate each model's token
+  log-probabilities over the step's tokens, then subtract: ``beta * (agg pi_RL - agg pi_ref)``.
+  With ``token_aggregate: sum`` this is exactly the log-ratio of the step as one action, which the
+  method shows recovers the optimal advantage; ``mean`` divides each model's sum by the step's
+  length (a length-normalised variant).
+- **Implicit PRM** (``implicit_prm``, PRIME / "free process rewards"): token rewards
+  ``beta * log(pi_RL / pi_ref)``; a step's reward is their sum over the step (``form: step``), or
+  the running sum up to the step's end (``form: cumulative``, the Q-value form).
+
+``Score.steps`` holds the step values; ``aggregate`` folds them into ``Score.value`` by a named
+rule (mean, sum, last, min, max, bottom_10, product). ``details`` has the step spans and the
+whole trajectory's log-ratio. A completion longer than the models can read is scored on the
+steps that fit, and says so (``details.truncated``), never silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from rewardlab.prm.logprobs import ScoringBudget, TokenLogprobScorer
+from rewardlab.prm.models import EMBEDDED, LoadedModel, check_same_tokenizer, load_model
+from rewardlab.prm.trajectory import StepOptions, TokenizedTrajectory, tokenize_sample
+from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
+from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
+
+ModelSpec = str | Path | LoadedModel
+
+
+class LogRatioStepReward(Reward):
+    """What progress advantage and the implicit PRM share (see the module docstring).
+
+    Args:
+        policy: The RL-tuned model: a folder, a GGUF file, ``embedded`` or a `LoadedModel`.
+        reference: The model it was tuned from (default: ``embedded``).
+        beta: The scale of the log-ratio (the KL coefficient the policy was trained with, for
+            the implicit PRM; 1 gives plain log-ratios).
+        aggregate: How step values fold into one value.
+        how, pattern, max_steps, steps_field, chat_template: Step finding (`StepOptions`).
+        max_tokens: Most prompt + completion tokens read (default: the models' context length).
+        dtype, device: Where the models run.
+        batch_tokens, chunk_tokens: The `ScoringBudget` of one forward pass.
+    """
+
+    io_bound = False
+
+    def __init__(
+        self,
+        *,
+        policy: ModelSpec,
+        reference: ModelSpec = EMBEDDED,
+        beta: float = 1.0,
+        aggregate: Aggregate = "mean",
+        how: str = "auto",
+        pattern: str | None = None,
+        max_steps: int | None = None,
+        steps_field: str = "steps",
+        chat_template: bool = False,
+        max_tokens: int | None = None,
+        dtype: str = "float32",
+        device: str = "cpu",
+        batch_tokens: int = 8192,
+        chunk_tokens: int = 1024,
+        name: str | None = None,
+    ):
+        if aggregate not in AGGREGATES:
+            raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
+        if not (isinstance(beta, int | float) and math.isfinite(beta) and beta > 0):
+            raise ValueError(f"beta must be a positive number, got {beta!r}")
+        self.policy_spec, self.reference_spec = policy, reference
+        self.beta = float(beta)
+        self.aggregate = aggregate
+        self.steps = StepOptions(how, pattern, max_steps, steps_field, chat_template)  # type: ignore[arg-type]
+        self.max_tokens = max_tokens
+        self.dtype, self.device = dtype, device
+        self.budget = ScoringBudget(batch_tokens, chunk_tokens)
+        if name is not None:
+            self.name = name
+        self._models: tuple[LoadedModel, LoadedModel, TokenLogprobScorer, TokenLogprobScorer] | None = None
+        self._loading = threading.Lock()
+
+    def step_values(
+        self, policy: list[float], reference: list[float], owners: Sequence[int], steps: int
+    ) -> list[float]:
+        """The value of each of the first ``steps`` steps from the tokens' log-probabilities."""
+        raise NotImplementedError
+
+    def models(self) -> tuple[LoadedModel, LoadedModel, TokenLogprobScorer, TokenLogprobScorer]:
+        """Both models and their scorers, loaded on first use (tokenizers checked to match)."""
+        with self._loading:
+            if self._models is None:
+                policy = load_model(self.policy_spec, dtype=self.dtype, device=self.device)
+                reference = load_model(self.reference_spec, dtype=self.dtype, device=self.device)
+                check_same_tokenizer(policy, reference)
+                self._models = (
+                    policy,
+                    reference,
+                    TokenLogprobScorer(policy.model, self.budget),
+                    TokenLogprobScorer(reference.model, self.budget),
+                )
+            return self._models
+
+    async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
+        return await asyncio.to_thread(self._score_all, samples)
+
+    def _score_all(self, samples: Sequence[Sample]) -> list[Score]:
+        policy, _, policy_scorer, reference_scorer = self.models()
+        limit = self.max_tokens or _context_length(policy.model)
+        scores: list[Score | None] = [None] * len(samples)
+        groups: dict[tuple[int, ...], list[tuple[int, TokenizedTrajectory]]] = defaultdict(list)
+        for index, sample in enumerate(samples):
+            try:
+                tokenized = tokenize_sample(sample, policy.tokenizer, self.steps)
+            except InvalidInput as error:
+                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+                continue
+            groups[tokenized.prompt_ids].append((index, tokenized))
+        for prompt_ids, members in groups.items():
+            room = limit - len(prompt_ids) if limit else None
+            completions = [
+                t.completion_ids[:room] if room is not None else t.completion_ids for _, t in members
+            ]
+            if room is not None and room < 1:
+                for index, _ in members:
+                    scores[index] = Score.failure(
+                        Status.INVALID_INPUT,
+                        f"{samples[index].label(index)}: prompt: {len(prompt_ids)} tokens, more than the "
+                        f"{limit} the models read",
+                    )
+                continue
+            policy_lp = policy_scorer.completion_logprobs(prompt_ids, completions)
+            reference_lp = reference_scorer.completion_logprobs(prompt_ids, completions)
+            for (index, tokenized), mine, theirs in zip(members, policy_lp, reference_lp, strict=True):
+                scores[index] = self._score(samples[index].label(index), tokenized, mine, theirs)
+        return [score for score in scores if score is not None]
+
+    def _score(
+        self, who: str, tokenized: TokenizedTrajectory, policy: list[float], reference: list[float]
+    ) -> Score:
+        read = len(policy)
+        owners = tokenized.owners[:read]
+        total_steps = len(tokenized.spans)
+        # A step is scored only if all its tokens were read.
+        complete = total_steps if read == len(tokenized.owners) else (owners[-1] if owners else 0)
+        if complete == 0:
+            return Score.failure(
+                Status.INVALID_INPUT,
+                f"{who}: completion: its first step does not fit in the {read} tokens the models "
+                "read after the prompt",
+            )
+        values = self.step_values(policy, reference, owners, complete)
+        details: dict[str, Any] = {
+            "step_spans": [list(span) for span in tokenized.spans[:complete]],
+            "log_ratio": math.fsum(
+                p - r for p, r, o in zip(policy, reference, owners, strict=True) if o < complete
+            ),
+            "tokens": read,
+        }
+        reason = None
+        if complete < total_steps:
+            details["truncated"] = {"scored_steps": complete, "total_steps": total_steps}
+            reason = f"truncated: {complete} of {total_steps} steps fit in the models' context"
+        return Score(
+            value=aggregate_steps(values, self.aggregate), steps=values, reason=reason, details=details
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Models named by path reload in the receiving process; models given in memory travel.
+        state = {**self.__dict__, "_models": None, "_loading": None}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._loading = threading.Lock()
+
+
+class ProgressAdvantageReward(LogRatioStepReward):
+    """Progress advantage: per step, aggregate each model's token log-probabilities, then
+    subtract (see the module docstring).
+
+    Args:
+        token_aggregate: ``sum`` (the step's exact log-ratio as one action) or ``mean``.
+        **options: See `LogRatioStepReward`.
+    """
+
+    name = "progress_advantage"
+
+    def __init__(self, *, token_aggregate: Literal["sum", "mean"] = "sum", **options: Any):
+        if token_aggregate not in ("sum", "mean"):
+            raise ValueError(f"token_aggregate must be 'sum' or 'mean', got {token_aggregate!r}")
+        super().__init__(**options)
+        self.token_aggregate = token_aggregate
+
+    def step_values(
+        self, policy: list[float], reference: list[float], owners: Sequence[int], steps: int
+    ) -> list[float]:
+        mine, theirs = _per_step(policy, owners, steps), _per_step(reference, owners, steps)
+        fold = math.fsum if self.token_aggregate == "sum" else (lambda xs: math.fsum(xs) / max(1, len(xs)))
+        return [self.beta * (fold(a) - fold(b)) for a, b in zip(mine, theirs, strict=True)]
+
+
+class ImplicitPRMReward(LogRatioStepReward):
+    """The implicit PRM: token rewards ``beta * log(pi_RL / pi_ref)`` summed per step, or
+    cumulatively to each step's end (see the module docstring).
+
+    Args:
+        form: ``step`` or ``cumulative``.
+        **options: See `LogRatioStepReward`.
+    """
+
+    name = "implicit_prm"
+
+    def __init__(self, *, form: Literal["step", "cumulative"] = "step", **options: Any):
+        if form not in ("step", "cumulative"):
+            raise ValueError(f"form must be 'step' or 'cumulative', got {form!r}")
+        super().__init__(**options)
+        self.form = form
+
+    def step_values(
+        self, policy: list[float], reference: list[float], owners: Sequence[int], steps: int
+    ) -> list[float]:
+        ratios = [p - r for p, r in zip(policy, reference, strict=True)]
+        per_step = [self.beta * math.fsum(values) for values in _per_step(ratios, owners, steps)]
+        if self.form == "step":
+            return per_step
+        running, total = [], 0.0
+        for value in per_step:
+            total += value
+            running.append(total)
+        return running
+
+
+def _per_step(values: Sequence[float], owners: Sequence[int], steps: int) -> list[list[float]]:
+    grouped: list[list[float]] = [[] for _ in range(steps)]
+    for value, owner in zip(values, owners, strict=True):
+        if 0 <= owner < steps:
+            grouped[owner].append(value)
+    return grouped
+
+
+def _context_length(model: Any) -> int | None:
+    return getattr(model.config, "max_position_embeddings", None)

@@ -1,0 +1,175 @@
+"""Token log-probabilities of completions under a causal LM, for many completions of one prompt.
+
+What makes it fast: the prompt runs once and every completion continues from its key-value
+cache (best-of-N scores N completions of one prompt); completions go in batches of similar
+length under a token budget. What keeps memory bounded: the model's body runs over a batch at
+once (its hidden states are small), but the output head - ``length x vocabulary`` logits, 3 GB
+in float32 for 16k tokens of a 49k vocabulary - runs over ``chunk_tokens`` positions at a time,
+each chunk reduced to the log-probabilities of the actual tokens before the next; a sequence
+longer than ``body_tokens`` also runs through the body in pieces, through the cache. Models whose
+head does more than a projection (logit soft-capping or scaling) run whole, in chunks.
+
+Right padding needs no attention mask: under causal attention no real token sees the padding
+that follows it, and the padding's own outputs are dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rewardlab.optional import require
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringBudget:
+    """How much one forward pass may hold.
+
+    Attributes:
+        batch_tokens: Most completion tokens (longest x batch size) in one batch. On a CPU,
+            small batches are as fast as large ones; on a GPU, raise it.
+        chunk_tokens: Most positions whose logits exist at once (memory: ``chunk_tokens x
+            vocabulary`` floats).
+        body_tokens: Most positions (batch size x length) through the model's body at once.
+    """
+
+    batch_tokens: int = 1024
+    chunk_tokens: int = 256
+    body_tokens: int = 2048
+
+    def __post_init__(self) -> None:
+        if min(self.batch_tokens, self.chunk_tokens, self.body_tokens) < 1:
+            raise ValueError("batch_tokens, chunk_tokens and body_tokens must be positive")
+
+
+class TokenLogprobScorer:
+    """``log p(token | everything before it)`` for each completion token.
+
+    Args:
+        model: A transformers causal LM (in eval mode on its device).
+        budget: `ScoringBudget`.
+
+    Calls hold a lock: a transformers model is not safe to run from several threads at once.
+    """
+
+    def __init__(self, model: Any, budget: ScoringBudget | None = None):
+        self.torch = require("torch", "step rewards from model log-probabilities")
+        self.model = model
+        self.budget = budget or ScoringBudget()
+        self.device = next(model.parameters()).device
+        self.body, self.head = model.base_model, model.get_output_embeddings()
+        config = model.config
+        plain_head = not getattr(config, "final_logit_softcapping", None) and getattr(
+            config, "logit_scale", None
+        ) in (None, 1.0)
+        self._split = plain_head and self.body is not model and self.head is not None
+        self._lock = threading.Lock()
+
+    def completion_logprobs(
+        self, prompt_ids: Sequence[int], completions: Sequence[Sequence[int]]
+    ) -> list[list[float]]:
+        """For one prompt (token ids, at least one) and its completions (token ids), each
+        completion's per-token log-probabilities."""
+        if not prompt_ids:
+            raise ValueError("the prompt has no tokens; a completion's first token needs context")
+        results: list[list[float]] = [[] for _ in completions]
+        scored = [i for i, ids in enumerate(completions) if ids]
+        with self._lock, self.torch.inference_mode():
+            prompt_cache, last_logits = self._prompt(list(prompt_ids))
+            for batch in self._batches(scored, completions):
+                rows = [list(completions[i]) for i in batch]
+                for index, values in zip(batch, self._continue(prompt_cache, last_logits, rows), strict=True):
+                    results[index] = values
+        return results
+
+    def _prompt(self, ids: list[int]) -> tuple[Any, Any]:
+        """The prompt's key-value cache and the logits after its last token, in chunks."""
+        torch = self.torch
+        cache = None
+        logits = None
+        for start in range(0, len(ids), self.budget.chunk_tokens):
+            chunk = torch.tensor([ids[start : start + self.budget.chunk_tokens]], device=self.device)
+            out = self.model(input_ids=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            cache, logits = out.past_key_values, out.logits[:, -1].float()
+        return cache, logits
+
+    def _batches(self, indices: list[int], completions: Sequence[Sequence[int]]) -> list[list[int]]:
+        """Indices grouped by length (longest first) under the token budget."""
+        ordered = sorted(indices, key=lambda i: len(completions[i]), reverse=True)
+        batches: list[list[int]] = []
+        for index in ordered:
+            if (
+                batches
+                and len(completions[batches[-1][0]]) * (len(batches[-1]) + 1) <= self.budget.batch_tokens
+            ):
+                batches[-1].append(index)
+            else:
+                batches.append([index])
+        return batches
+
+    def _continue(self, prompt_cache: Any, last_logits: Any, rows: list[list[int]]) -> list[list[float]]:
+        torch = self.torch
+        longest = max(len(row) for row in rows)
+        padded = torch.tensor([row + [0] * (longest - len(row)) for row in rows], device=self.device)
+        cache = _copy_cache(prompt_cache, len(rows))
+        prompt_length = cache.get_seq_length()
+        # The first token is predicted by the prompt's last position.
+        previous = last_logits.expand(len(rows), -1)
+        pieces = []
+        step = max(1, (self.budget.body_tokens if self._split else self.budget.chunk_tokens) // len(rows))
+        for start in range(0, longest, step):
+            chunk = padded[:, start : start + step]
+            positions = torch.arange(
+                prompt_length + start, prompt_length + start + chunk.shape[1], device=self.device
+            )
+            inputs = {
+                "input_ids": chunk,
+                "past_key_values": cache,
+                "use_cache": True,
+                "position_ids": positions.unsqueeze(0).expand(len(rows), -1),
+            }
+            if self._split:
+                out = self.body(**inputs)
+                cache = out.past_key_values
+                previous = self._head_chunks(out.last_hidden_state, chunk, previous, pieces)
+            else:
+                out = self.model(**inputs)
+                cache = out.past_key_values
+                previous = _target_logprobs(previous, out.logits.float(), chunk, pieces)
+        logprobs = torch.cat(pieces, dim=1).tolist()
+        return [values[: len(row)] for values, row in zip(logprobs, rows, strict=True)]
+
+    def _head_chunks(self, hidden: Any, targets: Any, previous: Any, pieces: list[Any]) -> Any:
+        """Append to ``pieces`` the log-probabilities of ``targets`` from the body's hidden
+        states, the head applied a few positions at a time; returns the last position's logits
+        (they predict the next token)."""
+        width = max(1, self.budget.chunk_tokens // hidden.shape[0])
+        for start in range(0, hidden.shape[1], width):
+            logits = self.head(hidden[:, start : start + width]).float()
+            previous = _target_logprobs(previous, logits, targets[:, start : start + width], pieces)
+        return previous
+
+
+def _target_logprobs(previous: Any, logits: Any, targets: Any, pieces: list[Any]) -> Any:
+    """Append the log-probabilities of ``targets`` (the first predicted by ``previous``, each
+    next one by the logits before it) to ``pieces``; return the last logits. ``log p = logit -
+    logsumexp(logits)``, so no second vocabulary-sized tensor is made."""
+    import torch
+
+    first = previous.gather(-1, targets[:, :1]) - torch.logsumexp(previous, dim=-1, keepdim=True)
+    rest = logits[:, :-1]
+    later = rest.gather(-1, targets[:, 1:].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(rest, dim=-1)
+    pieces.append(torch.cat([first, later], dim=1))
+    return logits[:, -1]
+
+
+def _copy_cache(cache: Any, batch: int) -> Any:
+    """A copy of a batch-1 cache repeated ``batch`` times (the forward pass appends to it)."""
+    import copy
+
+    copied = copy.deepcopy(cache)
+    if batch > 1:
+        copied.batch_repeat_interleave(batch)
+    return copied

@@ -1,0 +1,175 @@
+"""A sample as a model reads it for step scoring: the prompt's token ids, the completion's token
+ids, and which step each completion token belongs to.
+
+The prompt and the completion are tokenized separately (the completion without special tokens)
+and concatenated, the way trainers build their inputs - so every completion of a prompt shares
+the prompt's tokens exactly, and a step's tokens come from the completion's own offsets.
+
+- A text prompt is used as it is; a conversation goes through the tokenizer's chat template
+  with the generation prompt (``chat_template: true`` does this for a text prompt too).
+- A text completion is split by `StepOptions`, or placed by a list of step texts in the
+  sample's ``steps_field``.
+- A conversation completion (an agent trajectory) is rendered after the prompt with the chat
+  template, one step per assistant message (tool calls included; tool results are context).
+
+Tokens between steps (blank lines, a list's numbering) count for the step before them (the
+first step, before any): ending a step is the step's own choice, and this way the steps' token
+sets cover the whole completion, so per-step sums add up to the whole trajectory's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rewardlab.prm.splitting import How, StepSplitError, given_spans, message_spans, split_steps, token_steps
+from rewardlab.rewards.contract import InvalidInput, Sample, message_text
+
+
+@dataclass(frozen=True, slots=True)
+class StepOptions:
+    """How to find steps in a text completion.
+
+    Attributes:
+        how: A way of `split_steps` (``auto`` by default).
+        pattern: The separator for ``how: regex``.
+        max_steps: Merge the shortest neighbours while there are more steps than this.
+        steps_field: A field that may hold the steps as a list of texts (used when present).
+        chat_template: Render a text prompt as a user message with the chat template.
+    """
+
+    how: How = "auto"
+    pattern: str | None = None
+    max_steps: int | None = None
+    steps_field: str = "steps"
+    chat_template: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizedTrajectory:
+    """Token ids of the prompt and completion; each completion token's step; the step spans."""
+
+    prompt_ids: tuple[int, ...]
+    completion_ids: tuple[int, ...]
+    owners: tuple[int, ...]
+    spans: tuple[tuple[int, int], ...]
+    completion_text: str
+
+
+def tokenize_sample(sample: Sample, tokenizer: Any, options: StepOptions) -> TokenizedTrajectory:
+    """``sample`` for a model with ``tokenizer``; `InvalidInput` names the field at fault."""
+    prompt_text = _prompt_text(sample.prompt, tokenizer, options)
+    if isinstance(sample.completion, str):
+        completion_text = sample.completion
+        spans = _text_spans(sample, options)
+    elif isinstance(sample.completion, Sequence):
+        prompt_text, completion_text, spans = _trajectory(sample, tokenizer)
+    else:
+        raise InvalidInput(
+            "completion", f"must be text or a list of chat messages, got {type(sample.completion).__name__}"
+        )
+    if not spans:
+        raise InvalidInput("completion", "no steps: the completion is empty")
+    prompt_ids = tokenizer(prompt_text, add_special_tokens=True)["input_ids"] if prompt_text else []
+    if not prompt_ids and tokenizer.bos_token_id is not None:
+        prompt_ids = [tokenizer.bos_token_id]
+    if not prompt_ids:
+        raise InvalidInput(
+            "prompt", "empty, and the tokenizer has no beginning-of-text token to stand for it"
+        )
+    encoded = tokenizer(completion_text, add_special_tokens=False, return_offsets_mapping=True)
+    owners = _fill_gaps(token_steps(encoded["offset_mapping"], spans))
+    return TokenizedTrajectory(
+        tuple(prompt_ids), tuple(encoded["input_ids"]), tuple(owners), tuple(spans), completion_text
+    )
+
+
+def _prompt_text(prompt: Any, tokenizer: Any, options: StepOptions) -> str:
+    if isinstance(prompt, str) and not options.chat_template:
+        return prompt
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    return _render(tokenizer, messages, "prompt", add_generation_prompt=True)
+
+
+def _text_spans(sample: Sample, options: StepOptions) -> list[tuple[int, int]]:
+    given = sample.fields.get(options.steps_field)
+    if given is not None:
+        if not isinstance(given, Sequence) or isinstance(given, str):
+            raise InvalidInput(
+                options.steps_field, f"must be a list of step texts, got {type(given).__name__}"
+            )
+        try:
+            return given_spans(sample.completion, given)
+        except StepSplitError as error:
+            raise InvalidInput(options.steps_field, str(error)) from None
+    return split_steps(sample.completion, options.how, pattern=options.pattern, max_steps=options.max_steps)
+
+
+def _trajectory(sample: Sample, tokenizer: Any) -> tuple[str, str, list[tuple[int, int]]]:
+    prompt = (
+        [{"role": "user", "content": sample.prompt}]
+        if isinstance(sample.prompt, str)
+        else list(sample.prompt or [])
+    )
+    message_text(sample.completion)  # checks the messages' shape, naming the field
+    head = _render(tokenizer, prompt, "prompt") if prompt else ""
+    try:
+        text, spans = message_spans(
+            [*prompt, *sample.completion], lambda messages: _render(tokenizer, messages, "completion")
+        )
+    except StepSplitError as error:
+        raise InvalidInput("completion", str(error)) from None
+    if not text.startswith(head):
+        raise InvalidInput(
+            "completion", "the chat template renders the prompt differently once the trajectory follows"
+        )
+    return head, text[len(head) :], [(start - len(head), end - len(head)) for start, end in spans]
+
+
+def _render(
+    tokenizer: Any, messages: Sequence[Mapping[str, Any]], field: str, add_generation_prompt: bool = False
+) -> str:
+    if not getattr(tokenizer, "chat_template", None):
+        raise InvalidInput(
+            field, "chat messages need a tokenizer with a chat template, and this one has none"
+        )
+    from jinja2 import TemplateError
+
+    try:
+        return tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+    except (TemplateError, TypeError, KeyError, ValueError) as error:  # a template's own checks
+        raise InvalidInput(field, f"the chat template cannot render it: {error}") from None
+
+
+def _fill_gaps(owners: list[int]) -> list[int]:
+    filled, current = [], next((owner for owner in owners if owner >= 0), 0)
+    for owner in owners:
+        current = owner if owner >= 0 else current
+        filled.append(current)
+    return filled
+
+
+def step_texts(sample: Sample, options: StepOptions) -> list[str]:
+    """The texts of a sample's steps, for models that take steps as text: the split (or given)
+    steps of a text completion, or the assistant messages of a conversation."""
+    if isinstance(sample.completion, str):
+        steps = [sample.completion[start:end] for start, end in _text_spans(sample, options)]
+    elif isinstance(sample.completion, Sequence):
+        steps = [
+            text
+            for message in sample.completion
+            if isinstance(message, Mapping) and message.get("role") == "assistant"
+            for text in [message_text([message])]
+            if text.strip()
+        ]
+        message_text(sample.completion)  # checks the messages' shape, naming the field
+    else:
+        raise InvalidInput(
+            "completion", f"must be text or a list of chat messages, got {type(sample.completion).__name__}"
+        )
+    if not steps:
+        raise InvalidInput("completion", "no steps: the completion is empty")
+    return steps

@@ -1,0 +1,187 @@
+"""Progress advantage and the implicit PRM on two tiny Llamas built from a config (different
+seeds) sharing the byte-level test tokenizer, where every character is one token - so a step's
+tokens can be counted by hand. Expected values come from each model's own log-probabilities,
+computed here by a plain full forward pass of prompt + completion."""
+
+import math
+
+import pytest
+
+from rewardlab import Sample, Status, build
+from rewardlab.prm.implicit import ImplicitPRMReward, ProgressAdvantageReward
+from rewardlab.prm.models import LoadedModel, check_same_tokenizer
+
+PROMPT = "Q: 2+2?\n"
+COMPLETION = "ab\n\ncde\n\nf"  # steps "ab" (tokens 0-3 with the blank line), "cde" (4-8), "f" (9)
+STEP_TOKENS = [range(0, 4), range(4, 9), range(9, 10)]
+
+
+def tiny_llama(tokenizer, seed):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_tokenizer):
+    return (
+        LoadedModel(tiny_llama(tiny_tokenizer, 1), tiny_tokenizer, "policy"),
+        LoadedModel(tiny_llama(tiny_tokenizer, 2), tiny_tokenizer, "reference"),
+    )
+
+
+def token_logprobs(loaded, prompt, completion):
+    import torch
+
+    tokenizer = loaded.tokenizer
+    prompt_ids = tokenizer(prompt)["input_ids"]
+    ids = prompt_ids + tokenizer(completion, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logprobs = torch.log_softmax(loaded.model(torch.tensor([ids])).logits[0], dim=-1)
+    return [logprobs[position - 1, ids[position]].item() for position in range(len(prompt_ids), len(ids))]
+
+
+def test_token_counts_are_as_assumed(tiny_tokenizer):
+    assert len(tiny_tokenizer(COMPLETION, add_special_tokens=False)["input_ids"]) == len(COMPLETION) == 10
+
+
+@pytest.mark.parametrize("token_aggregate", ["sum", "mean"])
+def test_progress_advantage_aggregates_then_subtracts(pair, token_aggregate):
+    policy, reference = pair
+    mine, theirs = token_logprobs(policy, PROMPT, COMPLETION), token_logprobs(reference, PROMPT, COMPLETION)
+
+    def fold(values, tokens):
+        picked = [values[i] for i in tokens]
+        return sum(picked) / (len(picked) if token_aggregate == "mean" else 1)
+
+    expected = [0.5 * (fold(mine, t) - fold(theirs, t)) for t in STEP_TOKENS]
+    reward = ProgressAdvantageReward(
+        policy=policy, reference=reference, beta=0.5, token_aggregate=token_aggregate, aggregate="min"
+    )
+    (score,) = reward.score([Sample(prompt=PROMPT, completion=COMPLETION)])
+    assert score.steps == pytest.approx(expected, abs=1e-5)
+    assert score.value == pytest.approx(min(expected), abs=1e-5)
+    assert score.details["log_ratio"] == pytest.approx(sum(mine) - sum(theirs), abs=1e-5)
+    assert score.details["step_spans"] == [[0, 2], [4, 7], [9, 10]]
+
+
+@pytest.mark.parametrize(("form", "aggregate"), [("step", "sum"), ("cumulative", "last")])
+def test_implicit_prm_step_and_cumulative(pair, form, aggregate):
+    policy, reference = pair
+    mine, theirs = token_logprobs(policy, PROMPT, COMPLETION), token_logprobs(reference, PROMPT, COMPLETION)
+    per_step = [2.0 * sum(mine[i] - theirs[i] for i in t) for t in STEP_TOKENS]
+    expected = per_step if form == "step" else [sum(per_step[: k + 1]) for k in range(3)]
+    reward = ImplicitPRMReward(policy=policy, reference=reference, beta=2.0, form=form, aggregate=aggregate)
+    (score,) = reward.score([Sample(prompt=PROMPT, completion=COMPLETION)])
+    assert score.steps == pytest.approx(expected, abs=1e-5)
+    # Either way the whole trajectory's scaled log-ratio comes out: summed steps, or the last.
+    assert score.value == pytest.approx(2.0 * (sum(mine) - sum(theirs)), abs=1e-4)
+
+
+def test_a_group_shares_its_prompt_and_equals_scoring_one_by_one(pair):
+    policy, reference = pair
+    completions = ["a\n\nb", "xyz", "1. p\n2. q\n3. r", "Step 1: s\nStep 2: t"]
+    samples = [Sample(prompt=PROMPT, completion=c) for c in completions] + [
+        Sample(prompt="Other?", completion="o")
+    ]
+    reward = ProgressAdvantageReward(
+        policy=policy, reference=reference, aggregate="mean", batch_tokens=12, chunk_tokens=5
+    )
+    together = reward.score(samples)
+    alone = [reward.score([sample])[0] for sample in samples]
+    assert [len(s.steps) for s in together] == [2, 1, 3, 2, 1]
+    for a, b in zip(together, alone, strict=True):
+        assert a.steps == pytest.approx(b.steps, abs=1e-5)
+
+
+def test_given_steps_agent_trajectories_and_bad_input(pair, tiny_tokenizer):
+    policy, reference = pair
+    reward = ImplicitPRMReward(policy=policy, reference=reference)
+    trajectory = [
+        {"role": "assistant", "content": "call f"},
+        {"role": "tool", "content": "42"},
+        {"role": "assistant", "content": "it is 42"},
+    ]
+    given, agent, empty, bad_steps, odd = reward.score(
+        [
+            Sample(prompt=PROMPT, completion="x=1. y=2.", fields={"steps": ["x=1.", "y=2."]}),
+            Sample(prompt=[{"role": "user", "content": "f?"}], completion=trajectory),
+            Sample(prompt=PROMPT, completion=""),
+            Sample(prompt=PROMPT, completion="x=1.", id="s3", fields={"steps": ["z"]}),
+            Sample(prompt=PROMPT, completion=5),
+        ]
+    )
+    assert len(given.steps) == 2 and given.details["step_spans"] == [[0, 4], [5, 9]]
+    # Template "role: content\n": the steps are the two assistant turns, the tool's turn context.
+    assert len(agent.steps) == 2, agent
+    assert empty.status is Status.INVALID_INPUT and "completion: no steps" in empty.reason
+    assert bad_steps.status is Status.INVALID_INPUT and bad_steps.reason.startswith(
+        "sample 's3': steps: step 1"
+    )
+    assert odd.status is Status.INVALID_INPUT and "completion" in odd.reason
+
+
+def test_truncation_is_reported_never_silent(pair):
+    policy, reference = pair
+    reward = ProgressAdvantageReward(policy=policy, reference=reference, max_tokens=len(PROMPT) + 6)
+    (cut,) = reward.score([Sample(prompt=PROMPT, completion=COMPLETION)])
+    # 6 completion tokens read: step 1 (tokens 0-3) whole, step 2 (4-8) cut -> one step scored.
+    assert len(cut.steps) == 1 and cut.details["truncated"] == {"scored_steps": 1, "total_steps": 3}
+    assert "truncated: 1 of 3 steps" in cut.reason
+    reward = ProgressAdvantageReward(policy=policy, reference=reference, max_tokens=len(PROMPT) + 2)
+    (none,) = reward.score([Sample(prompt=PROMPT, completion=COMPLETION)])
+    assert none.status is Status.INVALID_INPUT and "first step does not fit" in none.reason
+
+
+def test_models_load_from_folders_and_tokenizers_must_match(pair, tmp_path, tiny_tokenizer):
+    policy, reference = pair
+    for name, loaded in (("policy", policy), ("reference", reference)):
+        loaded.model.save_pretrained(tmp_path / name)
+        tiny_tokenizer.save_pretrained(tmp_path / name)
+    reward = build(
+        {
+            "type": "progress_advantage",
+            "policy": str(tmp_path / "policy"),
+            "reference": str(tmp_path / "reference"),
+        }
+    )
+    in_memory = ProgressAdvantageReward(policy=policy, reference=reference)
+    sample = Sample(prompt=PROMPT, completion=COMPLETION)
+    assert reward.score([sample])[0].steps == pytest.approx(in_memory.score([sample])[0].steps, abs=1e-5)
+
+    other = tiny_tokenizer.__class__(tokenizer_object=tiny_tokenizer.backend_tokenizer, eos_token="<eos>")
+    other.add_tokens(["<extra>"])
+    with pytest.raises(ValueError, match="different tokenizers"):
+        check_same_tokenizer(policy, LoadedModel(reference.model, other, "odd"))
+    with pytest.raises(FileNotFoundError, match="the hub is not used"):
+        ProgressAdvantageReward(policy=str(tmp_path / "missing")).score([sample])
+
+
+def test_bad_options_fail_at_build_time():
+    with pytest.raises(ValueError, match="beta"):
+        ProgressAdvantageReward(policy="p", beta=0)
+    with pytest.raises(ValueError, match="token_aggregate"):
+        ProgressAdvantageReward(policy="p", token_aggregate="max")
+    with pytest.raises(ValueError, match="form"):
+        ImplicitPRMReward(policy="p", form="total")
+    with pytest.raises(ValueError, match="aggregate"):
+        ImplicitPRMReward(policy="p", aggregate="median")
+    assert math.isfinite(ImplicitPRMReward(policy="p").beta)
+
+
+def test_through_the_trl_adapter(pair):
+    from rewardlab.rewards.trl_adapter import as_reward_func
+
+    policy, reference = pair
+    reward = ImplicitPRMReward(policy=policy, reference=reference, aggregate="min")
+    func = as_reward_func(reward)
+    completions = [COMPLETION, "xy\n\nz"]
+    values = func(prompts=[PROMPT, PROMPT], completions=completions, completion_ids=[[1], [2]])
+    direct = reward.score([Sample(prompt=PROMPT, completion=c) for c in completions])
+    assert values == pytest.approx([s.value for s in direct], abs=1e-6)

@@ -1,0 +1,58 @@
+"""The shared-prompt scorer against a plain full forward pass, under budgets that force every
+path: batches of one and of many, the body in pieces through the cache, the head in chunks, and
+the whole-model path for heads that are more than a projection."""
+
+import random
+
+import pytest
+import torch
+
+from rewardlab.prm.logprobs import ScoringBudget, TokenLogprobScorer
+
+
+@pytest.fixture(scope="module")
+def model():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=512,
+    )  # fmt: skip
+    return LlamaForCausalLM(config).eval()
+
+
+def plain(model, prompt, completion):
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(torch.tensor([prompt + completion])).logits[0], dim=-1)
+    return [logprobs[len(prompt) - 1 + j, token].item() for j, token in enumerate(completion)]
+
+
+BUDGETS = [
+    ScoringBudget(),
+    ScoringBudget(batch_tokens=60, chunk_tokens=7),
+    ScoringBudget(batch_tokens=1, chunk_tokens=1),
+    ScoringBudget(batch_tokens=100, chunk_tokens=3, body_tokens=10),
+]
+
+
+@pytest.mark.parametrize("budget", BUDGETS, ids=["default", "small-batches", "one-by-one", "body-in-pieces"])
+@pytest.mark.parametrize("whole_model", [False, True], ids=["split-head", "whole-model"])
+def test_equal_to_a_plain_forward_pass(model, budget, whole_model):
+    rng = random.Random(0)
+    prompt = [rng.randrange(300) for _ in range(37)]
+    completions = [[rng.randrange(300) for _ in range(n)] for n in (5, 50, 1, 0, 23, 23)]
+    scorer = TokenLogprobScorer(model, budget)
+    if whole_model:
+        scorer._split = False  # as for a model whose head soft-caps or scales its logits
+    scored = scorer.completion_logprobs(prompt, completions)
+    assert [len(values) for values in scored] == [5, 50, 1, 0, 23, 23]
+    for values, completion in zip(scored, completions, strict=True):
+        assert values == pytest.approx(plain(model, prompt, completion), abs=1e-5)
+
+
+def test_a_prompt_needs_a_token(model):
+    with pytest.raises(ValueError, match="the prompt has no tokens"):
+        TokenLogprobScorer(model).completion_logprobs([], [[1]])
+    with pytest.raises(ValueError, match="positive"):
+        ScoringBudget(chunk_tokens=0)
