@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardlab.prm.formats import FAMILIES, FormatError, PRMFormat, PRMInput
-from rewardlab.prm.models import LoadedModel, has_custom_code, load_model, load_value_head
+from rewardlab.prm.models import LoadedModel, has_custom_code, load_model, load_value_head, model_lock
 from rewardlab.prm.trajectory import StepOptions, step_texts
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, message_text
 from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
@@ -34,8 +34,9 @@ class DiscriminativePRMReward(Reward):
     """Scores each step of a completion with a PRM (see the module docstring).
 
     Args:
-        model: A model folder (or a `LoadedModel`). A folder whose config names its own code
-            (Qwen2.5-Math-PRM) loads that code from the folder.
+        model: A model folder (or a `LoadedModel`).
+        trust_remote_code: Run the model's own code from its folder, when its config names some
+            (Qwen2.5-Math-PRM ships that way); refused otherwise.
         family: ``qwen_prm``, ``math_shepherd``, ``skywork`` or ``token_classification``.
         marker: The family's step marker, when the model was trained with another.
         aggregate: How step scores fold into one value (``min``, ``last``, ``mean``, ``product``...).
@@ -62,6 +63,7 @@ class DiscriminativePRMReward(Reward):
         steps_field: str = "steps",
         max_length: int | None = None,
         batch_tokens: int = 16384,
+        trust_remote_code: bool = False,
         dtype: str = "float32",
         device: str = "cpu",
         name: str | None = None,
@@ -78,6 +80,7 @@ class DiscriminativePRMReward(Reward):
         self.steps = StepOptions(how, pattern, max_steps, steps_field)  # type: ignore[arg-type]
         self.max_length = max_length
         self.batch_tokens = batch_tokens
+        self.trust_remote_code = trust_remote_code
         self.dtype, self.device = dtype, device
         if name is not None:
             self.name = name
@@ -89,14 +92,23 @@ class DiscriminativePRMReward(Reward):
         with self._lock:
             if self._loaded is None:
                 kind = MODEL_KINDS[self.format.family]
-                if self.format.family == "qwen_prm" and has_custom_code(self.model_spec):
+                if has_custom_code(self.model_spec):
+                    if not self.trust_remote_code:
+                        raise ValueError(
+                            f"model {self.model_spec}: its config names its own code (auto_map); "
+                            "set trust_remote_code: true to run that code from the model's folder"
+                        )
                     kind = "custom"
                 loaded = load_model(self.model_spec, kind=kind, dtype=self.dtype, device=self.device)
                 head = None
                 if self.format.family == "skywork":
-                    head = getattr(loaded.model, "v_head", None) or load_value_head(
-                        self.model_spec, self.dtype, self.device
-                    )
+                    head = getattr(loaded.model, "v_head", None)
+                    if head is None and isinstance(self.model_spec, LoadedModel):
+                        raise ValueError(
+                            f"model {self.model_spec.name}: a skywork PRM in memory needs a v_head"
+                        )
+                    if head is None:
+                        head = load_value_head(self.model_spec, self.dtype, self.device)
                 self._loaded = (loaded, head)
             return self._loaded
 
@@ -113,63 +125,79 @@ class DiscriminativePRMReward(Reward):
                 question = message_text(sample.prompt, roles=("user",), field_name="prompt")
                 inputs[index] = self.format.build(question, step_texts(sample, self.steps), loaded.tokenizer)
             except (InvalidInput, FormatError) as error:
-                where = "" if isinstance(error, InvalidInput) else "completion: "
+                where = "" if isinstance(error, InvalidInput) else "prompt and completion: "
                 scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {where}{error}")
-        outputs = self._run(
-            loaded, head, {i: x.input_ids[:limit] if limit else x.input_ids for i, x in inputs.items()}
-        )
-        for index, prm_input in inputs.items():
-            scores[index] = self._score(
-                samples[index].label(index), prm_input, outputs[index], loaded.tokenizer
-            )
+        sequences = {i: x.input_ids[:limit] if limit else x.input_ids for i, x in inputs.items()}
+        for batch in self._batches(sequences):
+            try:
+                outputs = self._run(loaded, head, sequences, batch, {i: inputs[i].positions for i in batch})
+            except Exception as error:  # noqa: BLE001 - a model failure (memory, device) fails its batch only
+                for index in batch:
+                    reason = f"{samples[index].label(index)}: the PRM failed: {type(error).__name__}: {error}"
+                    scores[index] = Score.failure(Status.ERROR, reason)
+                continue
+            for index in batch:
+                read = len(sequences[index])
+                scores[index] = self._score(samples[index].label(index), inputs[index], read, outputs[index])
         return [score for score in scores if score is not None]
 
-    def _run(self, loaded: LoadedModel, head: Any, sequences: dict[int, list[int]]) -> dict[int, Any]:
-        """Each sequence's per-position outputs, in length-sorted batches under the budget."""
+    def _batches(self, sequences: dict[int, list[int]]) -> list[list[int]]:
+        """Indices in batches of similar length (longest first) under the token budget."""
+        ordered = sorted(sequences, key=lambda i: len(sequences[i]), reverse=True)
+        batches: list[list[int]] = []
+        for index in ordered:
+            if batches and len(sequences[batches[-1][0]]) * (len(batches[-1]) + 1) <= self.batch_tokens:
+                batches[-1].append(index)
+            else:
+                batches.append([index])
+        return batches
+
+    def _run(
+        self,
+        loaded: LoadedModel,
+        head: Any,
+        sequences: dict[int, list[int]],
+        batch: list[int],
+        positions: dict[int, list[int]],
+    ) -> dict[int, list[float]]:
+        """Each sequence's step scores from one right-padded batch; only the outputs at the step
+        markers are kept (a batch's full logits would otherwise stay alive until the end)."""
         import torch
 
         pad = loaded.tokenizer.pad_token_id
         pad = pad if pad is not None else (loaded.tokenizer.eos_token_id or 0)
-        ordered = sorted(sequences, key=lambda i: len(sequences[i]), reverse=True)
-        results: dict[int, Any] = {}
-        position = 0
-        with torch.inference_mode():
-            while position < len(ordered):
-                longest = len(sequences[ordered[position]])
-                size = max(1, self.batch_tokens // max(1, longest))
-                batch = ordered[position : position + size]
-                position += len(batch)
-                ids = torch.tensor(
-                    [sequences[i] + [pad] * (longest - len(sequences[i])) for i in batch], device=self.device
-                )
-                mask = torch.tensor(
-                    [[1] * len(sequences[i]) + [0] * (longest - len(sequences[i])) for i in batch],
-                    device=self.device,
-                )
-                out = loaded.model(input_ids=ids, attention_mask=mask)
-                if head is not None:
-                    values = head(out.last_hidden_state)
-                else:
-                    values = out.logits if hasattr(out, "logits") else out[0]
-                for row, index in enumerate(batch):
-                    results[index] = values[row, : len(sequences[index])]
+        longest = len(sequences[batch[0]])
+        ids = torch.tensor(
+            [sequences[i] + [pad] * (longest - len(sequences[i])) for i in batch], device=self.device
+        )
+        mask = torch.tensor(
+            [[1] * len(sequences[i]) + [0] * (longest - len(sequences[i])) for i in batch], device=self.device
+        )
+        with model_lock(loaded.model), torch.inference_mode():
+            out = loaded.model(input_ids=ids, attention_mask=mask, use_cache=False)
+            values = (
+                head(out.last_hidden_state)
+                if head is not None
+                else (out.logits if hasattr(out, "logits") else out[0])
+            )
+            results = {}
+            for row, index in enumerate(batch):
+                visible = [p for p in positions[index] if p < len(sequences[index])]
+                results[index] = self.format.scores(values[row], visible, loaded.tokenizer) if visible else []
         return results
 
-    def _score(self, who: str, prm_input: PRMInput, outputs: Any, tokenizer: Any) -> Score:
-        read = outputs.shape[0]
-        visible = [p for p in prm_input.positions if p < read]
-        if not visible:
+    def _score(self, who: str, prm_input: PRMInput, read: int, steps: list[float]) -> Score:
+        if not steps:
             return Score.failure(
                 Status.INVALID_INPUT,
                 f"{who}: completion: no step fits in the {read} tokens the model reads",
             )
-        steps = self.format.scores(outputs, visible, tokenizer)
         details: dict[str, Any] = {"family": self.format.family, "tokens": read}
         reason = None
-        if len(visible) < len(prm_input.positions):
+        if len(steps) < len(prm_input.positions):
             total = len(prm_input.positions)
-            details["truncated"] = {"scored_steps": len(visible), "total_steps": total}
-            reason = f"truncated: {len(visible)} of {total} steps fit in {read} tokens"
+            details["truncated"] = {"scored_steps": len(steps), "total_steps": total}
+            reason = f"truncated: {len(steps)} of {total} steps fit in {read} tokens"
         return Score(
             value=aggregate_steps(steps, self.aggregate), steps=steps, reason=reason, details=details
         )

@@ -76,6 +76,13 @@ class LogRatioStepReward(Reward):
     ):
         if aggregate not in AGGREGATES:
             raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
+        if aggregate == "product":
+            raise ValueError(
+                "aggregate 'product' needs values in [0, 1]; log-ratios are signed "
+                "(two bad steps would multiply to a good one)"
+            )
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be positive, got {max_tokens!r}")
         if not (isinstance(beta, int | float) and math.isfinite(beta) and beta > 0):
             raise ValueError(f"beta must be a positive number, got {beta!r}")
         self.policy_spec, self.reference_spec = policy, reference
@@ -115,8 +122,11 @@ class LogRatioStepReward(Reward):
         return await asyncio.to_thread(self._score_all, samples)
 
     def _score_all(self, samples: Sequence[Sample]) -> list[Score]:
-        policy, _, policy_scorer, reference_scorer = self.models()
-        limit = self.max_tokens or _context_length(policy.model)
+        policy, reference, policy_scorer, reference_scorer = self.models()
+        limits = [
+            n for n in (self.max_tokens, _context_length(policy.model), _context_length(reference.model)) if n
+        ]
+        limit = min(limits) if limits else None
         scores: list[Score | None] = [None] * len(samples)
         groups: dict[tuple[int, ...], list[tuple[int, TokenizedTrajectory]]] = defaultdict(list)
         for index, sample in enumerate(samples):
@@ -139,8 +149,16 @@ class LogRatioStepReward(Reward):
                         f"{limit} the models read",
                     )
                 continue
-            policy_lp = policy_scorer.completion_logprobs(prompt_ids, completions)
-            reference_lp = reference_scorer.completion_logprobs(prompt_ids, completions)
+            try:
+                policy_lp = policy_scorer.completion_logprobs(prompt_ids, completions)
+                reference_lp = reference_scorer.completion_logprobs(prompt_ids, completions)
+            except Exception as error:  # noqa: BLE001 - a model failure (memory, device) fails its group, not the batch
+                for index, _ in members:
+                    reason = (
+                        f"{samples[index].label(index)}: the models failed: {type(error).__name__}: {error}"
+                    )
+                    scores[index] = Score.failure(Status.ERROR, reason)
+                continue
             for (index, tokenized), mine, theirs in zip(members, policy_lp, reference_lp, strict=True):
                 scores[index] = self._score(samples[index].label(index), tokenized, mine, theirs)
         return [score for score in scores if score is not None]
@@ -151,8 +169,10 @@ class LogRatioStepReward(Reward):
         read = len(policy)
         owners = tokenized.owners[:read]
         total_steps = len(tokenized.spans)
-        # A step is scored only if all its tokens were read.
-        complete = total_steps if read == len(tokenized.owners) else (owners[-1] if owners else 0)
+        # A step is scored only if all its tokens were read: the steps before the first unread
+        # token's (owners never decrease; context tokens, -1, say nothing).
+        unread = [owner for owner in tokenized.owners[read:] if owner >= 0]
+        complete = unread[0] if unread else total_steps
         if complete == 0:
             return Score.failure(
                 Status.INVALID_INPUT,
@@ -163,7 +183,7 @@ class LogRatioStepReward(Reward):
         details: dict[str, Any] = {
             "step_spans": [list(span) for span in tokenized.spans[:complete]],
             "log_ratio": math.fsum(
-                p - r for p, r, o in zip(policy, reference, owners, strict=True) if o < complete
+                p - r for p, r, o in zip(policy, reference, owners, strict=True) if 0 <= o < complete
             ),
             "tokens": read,
         }

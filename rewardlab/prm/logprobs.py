@@ -7,7 +7,8 @@ once (its hidden states are small), but the output head - ``length x vocabulary`
 in float32 for 16k tokens of a 49k vocabulary - runs over ``chunk_tokens`` positions at a time,
 each chunk reduced to the log-probabilities of the actual tokens before the next; a sequence
 longer than ``body_tokens`` also runs through the body in pieces, through the cache. Models whose
-head does more than a projection (logit soft-capping or scaling) run whole, in chunks.
+head does more than a projection (logit soft-capping or scaling; checked, not assumed) run
+whole, in chunks.
 
 Right padding needs no attention mask: under causal attention no real token sees the padding
 that follows it, and the padding's own outputs are dropped.
@@ -15,12 +16,12 @@ that follows it, and the padding's own outputs are dropped.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rewardlab.optional import require
+from rewardlab.prm.models import model_lock
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,12 +61,18 @@ class TokenLogprobScorer:
         self.budget = budget or ScoringBudget()
         self.device = next(model.parameters()).device
         self.body, self.head = model.base_model, model.get_output_embeddings()
-        config = model.config
-        plain_head = not getattr(config, "final_logit_softcapping", None) and getattr(
-            config, "logit_scale", None
-        ) in (None, 1.0)
-        self._split = plain_head and self.body is not model and self.head is not None
-        self._lock = threading.Lock()
+        self._lock = model_lock(model)
+        self._split = self.body is not model and self.head is not None and self._head_is_a_projection()
+
+    def _head_is_a_projection(self) -> bool:
+        """Whether the logits are the head applied to the body's output - not so for models that
+        soft-cap or scale them (Gemma, Granite...): checked on a few tokens, not assumed."""
+        torch = self.torch
+        probe = torch.tensor([[1, 2, 3, 4]], device=self.device)
+        with self._lock, torch.inference_mode():
+            whole = self.model(input_ids=probe).logits.float()
+            split = self.head(self.body(input_ids=probe).last_hidden_state).float()
+        return bool(torch.allclose(whole, split, rtol=1e-4, atol=1e-4))
 
     def completion_logprobs(
         self, prompt_ids: Sequence[int], completions: Sequence[Sequence[int]]

@@ -20,6 +20,14 @@ EMBEDDED = "embedded"
 
 _loaded: dict[tuple[str, str, str, str], LoadedModel] = {}
 _loading = threading.Lock()
+_model_locks: dict[int, threading.Lock] = {}
+
+
+def model_lock(model: Any) -> threading.Lock:
+    """The lock every user of ``model`` holds while running it: models are shared per process,
+    and a transformers model is not safe to run from several threads at once."""
+    with _loading:
+        return _model_locks.setdefault(id(model), threading.Lock())
 
 
 @dataclass(frozen=True, slots=True)

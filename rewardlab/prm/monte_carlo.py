@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from rewardlab.prm.models import EMBEDDED, LoadedModel, load_model
-from rewardlab.prm.trajectory import StepOptions, step_texts
+from rewardlab.prm.models import EMBEDDED, LoadedModel, load_model, model_lock
+from rewardlab.prm.trajectory import StepOptions, text_step_spans
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, Usage
 from rewardlab.rewards.registry import build
 from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
@@ -64,7 +63,6 @@ class LocalContinuer:
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
         self.chat_template = chat_template
         self.dtype, self.device = dtype, device
-        self._lock = threading.Lock()
 
     def continuations(self, prompt: str, prefix: str, n: int) -> list[str]:
         import torch
@@ -81,7 +79,9 @@ class LocalContinuer:
         ids = torch.tensor([tokenizer(text, add_special_tokens=special)["input_ids"]], device=self.device)
         key = f"{self.seed}\0{prompt}\0{prefix}".encode()
         generator_seed = int.from_bytes(hashlib.sha256(key).digest()[:4], "big")
-        with self._lock, torch.random.fork_rng(devices=[]), torch.inference_mode():
+        devices = [loaded.model.device] if loaded.model.device.type == "cuda" else []
+        # The trainer's random state, on every device we touch, is left as it was.
+        with model_lock(loaded.model), torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(generator_seed)
             out = loaded.model.generate(
                 ids,
@@ -97,13 +97,6 @@ class LocalContinuer:
             )
         return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_lock": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
 
 class MonteCarloStepReward(Reward):
     """Soft Monte-Carlo step labels as step rewards (see the module docstring).
@@ -117,7 +110,6 @@ class MonteCarloStepReward(Reward):
         threshold: The verifier value that counts as correct.
         aggregate: How step labels fold into one value (``min`` by default).
         how, pattern, max_steps, steps_field: Step finding (`StepOptions`).
-        joiner: What goes between steps when a prefix is rebuilt from them.
     """
 
     name = "monte_carlo_steps"
@@ -135,7 +127,6 @@ class MonteCarloStepReward(Reward):
         pattern: str | None = None,
         max_steps: int | None = None,
         steps_field: str = "steps",
-        joiner: str = "\n\n",
         name: str | None = None,
     ):
         if n < 1:
@@ -150,7 +141,6 @@ class MonteCarloStepReward(Reward):
         )
         self.n, self.threshold, self.aggregate = n, threshold, aggregate
         self.steps = StepOptions(how, pattern, max_steps, steps_field)  # type: ignore[arg-type]
-        self.joiner = joiner
         if name is not None:
             self.name = name
 
@@ -160,25 +150,41 @@ class MonteCarloStepReward(Reward):
     async def _score(self, sample: Sample, index: int) -> Score:
         who = sample.label(index)
         try:
-            steps = step_texts(sample, self.steps)
+            if not isinstance(sample.completion, str):
+                raise InvalidInput(
+                    "completion", "Monte-Carlo labels continue a text solution; got chat messages"
+                )
+            spans = text_step_spans(sample, self.steps)
+            if not spans:
+                raise InvalidInput("completion", "no steps: the completion is empty")
             prompt = sample.prompt if isinstance(sample.prompt, str) else sample.prompt_text
         except InvalidInput as error:
             return Score.failure(Status.INVALID_INPUT, f"{who}: {error}")
+        steps = [sample.completion[start:end] for start, end in spans]
         soft, usage = [], Usage()
-        for k in range(1, len(steps) + 1):
-            prefix = self.joiner.join(steps[:k])
-            finished = await asyncio.to_thread(
-                self.continuer.continuations, prompt, prefix + self.joiner, self.n
-            )
+        for k, (_, end) in enumerate(spans, start=1):
+            # The policy's own text up to the step's end and the whitespace that ends it; the
+            # last step's label is the solution's own correctness, not a continuation's.
+            rest = sample.completion[end:]
+            prefix = sample.completion[: end + len(rest) - len(rest.lstrip())]
+            try:
+                finished = (
+                    [""]
+                    if k == len(spans)
+                    else await asyncio.to_thread(self.continuer.continuations, prompt, prefix, self.n)
+                )
+            except Exception as error:  # noqa: BLE001 - a failed rollout fails this sample, not the batch
+                reason = f"{who}: step {k}: continuing failed: {type(error).__name__}: {error}"
+                return Score.failure(Status.ERROR, reason)
             graded = await self.verifier.ascore(
                 [
                     Sample(
                         prompt=sample.prompt,
-                        completion=prefix + self.joiner + rest,
+                        completion=(prefix + tail) if k < len(spans) else sample.completion,
                         reference=sample.reference,
                         fields=sample.fields,
                     )
-                    for rest in finished
+                    for tail in finished
                 ]
             )
             failed = next((g for g in graded if not g.ok), None)
@@ -203,16 +209,17 @@ class MonteCarloStepReward(Reward):
 def stepwise_rows(
     samples: Sequence[Sample], scores: Sequence[Score], *, soft: bool = False
 ) -> list[dict[str, Any]]:
-    """TRL's stepwise-supervision rows (``prompt``, ``completions``: the steps, ``labels``: one
-    per step) from samples scored by `MonteCarloStepReward`; failed samples are left out. Hard
-    labels (booleans) by default; ``soft`` gives the fractions."""
+    """TRL's stepwise-supervision rows (``prompt`` as text, ``completions``: the steps,
+    ``labels``: one per step) from samples scored by `MonteCarloStepReward`; failed samples are
+    left out. Hard labels (booleans) by default - what TRL's PRM training reads; ``soft`` gives
+    the fractions, for a trainer that regresses on them."""
     rows = []
     for sample, score in zip(samples, scores, strict=True):
         if not score.ok or score.steps is None:
             continue
         rows.append(
             {
-                "prompt": sample.prompt,
+                "prompt": sample.prompt if isinstance(sample.prompt, str) else sample.prompt_text,
                 "completions": list(score.details["steps"]),
                 "labels": list(score.steps) if soft else list(score.details["hard_labels"]),
             }

@@ -9,7 +9,8 @@ Two ways to ask, a choice between cost and independence:
   answer and ends with every step's verdict. One call, a long answer to parse.
 
 ``Score.steps`` holds each step's probability of being correct; ``aggregate`` folds them (``min``
-by default). ``details.first_error`` is the first step judged incorrect (ProcessBench's target;
+by default). An empty completion gets the minimum without a call (``empty_completion``).
+``details.first_error`` is the first step judged incorrect (ProcessBench's target;
 None when every step passed), and ``details.step_verdicts`` each step's label. With
 ``use_reference``, the judge also sees the sample's reference solution.
 """
@@ -20,7 +21,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from rewardlab.judges.judge import Judge, prompt_for_judge, scored
+from rewardlab.judges.judge import Judge, scored
 from rewardlab.judges.verdicts import LabelSet, read_label_list
 from rewardlab.prm.trajectory import StepOptions, step_texts
 from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status, Usage
@@ -72,12 +73,11 @@ class StepJudge(Judge):
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
         jobs = []
-        for index, sample in enumerate(samples):
+        for index, prompt_and_completion in self.readable(samples, scores, minimum=0.0).items():
             try:
-                steps = step_texts(sample, self.steps)
-                jobs.append((index, prompt_for_judge(sample), steps))
+                jobs.append((index, prompt_and_completion[0], step_texts(samples[index], self.steps)))
             except InvalidInput as error:
-                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+                scores[index] = Score.failure(Status.INVALID_INPUT, f"{samples[index].label(index)}: {error}")
         judged = await asyncio.gather(
             *(self._judge(samples[index], index, prompt, steps) for index, prompt, steps in jobs)
         )
@@ -127,7 +127,7 @@ class StepJudge(Judge):
         return self._result([float(label == "correct") for label in labels], labels, listed.completion.usage)
 
     def _result(self, correct: list[float], labels: list[str], usage: Usage) -> Score:
-        first_error = next((k for k, p in enumerate(correct) if p < 0.5), None)
+        first_error = next((k for k, label in enumerate(labels) if label == "incorrect"), None)
         return Score(
             value=aggregate_steps(correct, self.aggregate),
             steps=correct,

@@ -12,9 +12,11 @@ the prompt's tokens exactly, and a step's tokens come from the completion's own 
 - A conversation completion (an agent trajectory) is rendered after the prompt with the chat
   template, one step per assistant message (tool calls included; tool results are context).
 
-Tokens between steps (blank lines, a list's numbering) count for the step before them (the
-first step, before any): ending a step is the step's own choice, and this way the steps' token
-sets cover the whole completion, so per-step sums add up to the whole trajectory's.
+In a text completion, tokens between steps (blank lines, a list's numbering) count for the step
+before them (the first step, before any): ending a step is the step's own choice, and this way
+the steps' token sets cover the whole completion, so per-step sums add up to the whole
+completion's. In a trajectory, tokens outside the assistant's messages (tool results, the
+template's turn headers) belong to no step: the policy did not write them.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class StepOptions:
     steps_field: str = "steps"
     chat_template: bool = False
 
+    def __post_init__(self) -> None:
+        split_steps("a", self.how, pattern=self.pattern, max_steps=self.max_steps)  # bad options fail now
+
 
 @dataclass(frozen=True, slots=True)
 class TokenizedTrajectory:
@@ -60,18 +65,21 @@ class TokenizedTrajectory:
 def tokenize_sample(sample: Sample, tokenizer: Any, options: StepOptions) -> TokenizedTrajectory:
     """``sample`` for a model with ``tokenizer``; `InvalidInput` names the field at fault."""
     prompt_text = _prompt_text(sample.prompt, tokenizer, options)
+    templated = options.chat_template or not isinstance(sample.prompt, str)
     if isinstance(sample.completion, str):
         completion_text = sample.completion
-        spans = _text_spans(sample, options)
+        spans = text_step_spans(sample, options)
     elif isinstance(sample.completion, Sequence):
         prompt_text, completion_text, spans = _trajectory(sample, tokenizer)
+        templated = True
     else:
         raise InvalidInput(
             "completion", f"must be text or a list of chat messages, got {type(sample.completion).__name__}"
         )
     if not spans:
         raise InvalidInput("completion", "no steps: the completion is empty")
-    prompt_ids = tokenizer(prompt_text, add_special_tokens=True)["input_ids"] if prompt_text else []
+    # A chat template writes its own beginning-of-text token; raw text gets the tokenizer's.
+    prompt_ids = tokenizer(prompt_text, add_special_tokens=not templated)["input_ids"] if prompt_text else []
     if not prompt_ids and tokenizer.bos_token_id is not None:
         prompt_ids = [tokenizer.bos_token_id]
     if not prompt_ids:
@@ -79,7 +87,9 @@ def tokenize_sample(sample: Sample, tokenizer: Any, options: StepOptions) -> Tok
             "prompt", "empty, and the tokenizer has no beginning-of-text token to stand for it"
         )
     encoded = tokenizer(completion_text, add_special_tokens=False, return_offsets_mapping=True)
-    owners = _fill_gaps(token_steps(encoded["offset_mapping"], spans))
+    owners = token_steps(encoded["offset_mapping"], spans)
+    if isinstance(sample.completion, str):
+        owners = _fill_gaps(owners)  # in a trajectory, text between steps is context (tool results)
     return TokenizedTrajectory(
         tuple(prompt_ids), tuple(encoded["input_ids"]), tuple(owners), tuple(spans), completion_text
     )
@@ -92,7 +102,8 @@ def _prompt_text(prompt: Any, tokenizer: Any, options: StepOptions) -> str:
     return _render(tokenizer, messages, "prompt", add_generation_prompt=True)
 
 
-def _text_spans(sample: Sample, options: StepOptions) -> list[tuple[int, int]]:
+def text_step_spans(sample: Sample, options: StepOptions) -> list[tuple[int, int]]:
+    """The character spans of a text completion's steps: given in ``steps_field``, or split."""
     given = sample.fields.get(options.steps_field)
     if given is not None:
         if not isinstance(given, Sequence) or isinstance(given, str):
@@ -156,7 +167,7 @@ def step_texts(sample: Sample, options: StepOptions) -> list[str]:
     """The texts of a sample's steps, for models that take steps as text: the split (or given)
     steps of a text completion, or the assistant messages of a conversation."""
     if isinstance(sample.completion, str):
-        steps = [sample.completion[start:end] for start, end in _text_spans(sample, options)]
+        steps = [sample.completion[start:end] for start, end in text_step_spans(sample, options)]
     elif isinstance(sample.completion, Sequence):
         steps = [
             text

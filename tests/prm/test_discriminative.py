@@ -106,7 +106,11 @@ def test_qwen_prm_with_its_own_code_in_the_folder(tokenizer, tmp_path):
     config = json.loads((folder / "config.json").read_text())
     config["auto_map"] = {"AutoModel": "modeling_tiny_prm.TinyProcessRewardModel"}
     (folder / "config.json").write_text(json.dumps(config))
-    plain = score_with(str(tmp_path / "custom"), "qwen_prm", [Sample(prompt=QUESTION, completion=COMPLETION)])
+    with pytest.raises(ValueError, match="set trust_remote_code: true"):
+        score_with(str(folder), "qwen_prm", [Sample(prompt=QUESTION, completion=COMPLETION)])
+    plain = score_with(
+        str(folder), "qwen_prm", [Sample(prompt=QUESTION, completion=COMPLETION)], trust_remote_code=True
+    )
     text = f"system: {PRMFormat.named('qwen_prm').system}\nuser: Q?\nassistant: ab<extra_0>c<extra_0>\n"
     ids = tokenizer.encode(text, add_special_tokens=False)
     marker = tokenizer.convert_tokens_to_ids("<extra_0>")

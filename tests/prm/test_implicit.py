@@ -185,3 +185,26 @@ def test_through_the_trl_adapter(pair):
     values = func(prompts=[PROMPT, PROMPT], completions=completions, completion_ids=[[1], [2]])
     direct = reward.score([Sample(prompt=PROMPT, completion=c) for c in completions])
     assert values == pytest.approx([s.value for s in direct], abs=1e-6)
+
+
+def test_tool_results_belong_to_no_step_and_a_step_ending_at_the_cut_counts(pair, tiny_tokenizer):
+    from rewardlab.prm.trajectory import StepOptions, tokenize_sample
+
+    policy, reference = pair
+    trajectory = [
+        {"role": "assistant", "content": "call f"},
+        {"role": "tool", "content": "42"},
+        {"role": "assistant", "content": "it is 42"},
+    ]
+    sample = Sample(prompt=[{"role": "user", "content": "f?"}], completion=trajectory)
+    tokenized = tokenize_sample(sample, tiny_tokenizer, StepOptions())
+    text = tokenized.completion_text
+    tool = text.index("tool: 42")
+    # One character, one token: the tool's turn is context, owned by no step.
+    assert set(tokenized.owners[tool : tool + len("tool: 42")]) == {-1}
+    (agent,) = ImplicitPRMReward(policy=policy, reference=reference, aggregate="sum").score([sample])
+    assert agent.value == pytest.approx(agent.details["log_ratio"], abs=1e-5)
+    # COMPLETION's first step is tokens 0-3: with exactly 4 completion tokens read, it is whole.
+    reward = ProgressAdvantageReward(policy=policy, reference=reference, max_tokens=len(PROMPT) + 4)
+    (cut,) = reward.score([Sample(prompt=PROMPT, completion=COMPLETION)])
+    assert len(cut.steps) == 1 and cut.details["truncated"]["scored_steps"] == 1

@@ -56,3 +56,20 @@ def test_a_prompt_needs_a_token(model):
         TokenLogprobScorer(model).completion_logprobs([], [[1]])
     with pytest.raises(ValueError, match="positive"):
         ScoringBudget(chunk_tokens=0)
+
+
+def test_a_head_that_scales_its_logits_is_detected_and_handled():
+    from transformers import GraniteConfig, GraniteForCausalLM
+
+    torch.manual_seed(1)
+    config = GraniteConfig(
+        vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=512, logits_scaling=4.0,
+    )  # fmt: skip
+    granite = GraniteForCausalLM(config).eval()
+    scorer = TokenLogprobScorer(granite, ScoringBudget(chunk_tokens=7))
+    assert scorer._split is False  # the head divides by logits_scaling: not a plain projection
+    prompt, completion = [5, 6, 7], [8, 9, 10, 11]
+    assert scorer.completion_logprobs(prompt, [completion])[0] == pytest.approx(
+        plain(granite, prompt, completion), abs=1e-5
+    )

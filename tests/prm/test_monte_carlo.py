@@ -31,11 +31,16 @@ def test_soft_and_hard_labels_and_the_first_error():
     continuer = Scripted()
     reward = MonteCarloStepReward(verifier={"type": "math_answer"}, continuer=continuer, n=6)
     (score,) = reward.score([Sample(prompt="2 + 2, times 3?", completion=SOLUTION, reference="12")])
-    # Step 1 always finishes at 12; after step 2, 2 of 6 continuations recover; step 3 is final.
+    # Step 1 always finishes at 12; after step 2, 2 of 6 continuations recover; the last step's
+    # label is the solution's own answer (13: wrong), graded without continuing it.
     assert score.steps == pytest.approx([1.0, 2 / 6, 0.0])
     assert score.details["hard_labels"] == [True, True, False]
     assert score.details["first_error"] == 2 and score.value == 0.0
-    assert [prefix.count("\n\n") for _, prefix, _ in continuer.calls] == [1, 2, 3]
+    # Each prefix is the policy's own text up to the step's end, with the whitespace after it.
+    assert [prefix for _, prefix, _ in continuer.calls] == [
+        SOLUTION[: SOLUTION.index("Then")],
+        SOLUTION[: SOLUTION.index("So")],
+    ]
     assert all(n == 6 for _, _, n in continuer.calls)
     reward.close()
 

@@ -55,8 +55,11 @@ def test_failures_are_statuses(scripted):
     scripted.default = Reply(text="Looks fine to me.")
     (unread,) = judge(scripted, mode="one_call").score([Sample(prompt="q", completion=SOLUTION)])
     assert unread.status is Status.PARSE_ERROR and unread.details["judge_answer"] == "Looks fine to me."
+    calls = len(scripted.requests)
     (empty,) = judge(scripted).score([Sample(prompt="q", completion="  ")])
-    assert empty.status is Status.INVALID_INPUT and "no steps" in empty.reason
+    assert empty.value == 0.0 and len(scripted.requests) == calls  # the minimum, without a call
+    (odd,) = judge(scripted).score([Sample(prompt="q", completion=7)])
+    assert odd.status is Status.INVALID_INPUT and "completion" in odd.reason
 
 
 def test_per_step_probabilities_from_the_local_model(local_server):
