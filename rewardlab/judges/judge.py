@@ -19,6 +19,7 @@ How a verdict is asked for depends on what the backend can do:
 from __future__ import annotations
 
 import abc
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from rewardlab.judges.client import ClientOptions, Completion, JudgeClient
 from rewardlab.judges.fence import Fence
 from rewardlab.judges.prompts import JudgePrompt, transcript
 from rewardlab.judges.verdicts import LabelSet, Verdict, VerdictError, label_probabilities, read_label
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, message_text
+from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, Usage, message_text
 from rewardlab.rewards.details import clipped
 
 Reasoning = bool | Literal["auto"]
@@ -263,6 +264,23 @@ class Judge(Reward):
             return Judgement(completion, problem=f"{error}{cut}")
         probabilities = label_probabilities(response, verdict, labels) if request.top_logprobs else None
         return Judgement(completion, verdict, probabilities)
+
+    async def ask_each(
+        self, questions: Sequence[tuple[Mapping[str, Any], LabelSet]], key: str, part: Callable[[int], str]
+    ) -> tuple[list[Judgement], Usage, Score | None]:
+        """Ask several questions at once (each its values and labels); returns the judgements,
+        their total usage, and - when one failed - the failure of the whole, named by
+        ``part(index)`` of the first failed question and charged with every call's usage."""
+        judgements = list(
+            await asyncio.gather(*(self.ask(values, labels, key) for values, labels in questions))
+        )
+        usage = sum((j.completion.usage for j in judgements), Usage())
+        failed = next((k for k, j in enumerate(judgements) if not j.ok), None)
+        if failed is None:
+            return judgements, usage, None
+        failure = judgements[failed].failure(part(failed))
+        failure.usage = usage
+        return judgements, usage, failure
 
     async def ask_list(
         self,

@@ -260,21 +260,17 @@ class ReferenceScaffoldedJudge(Judge):
         spans = split_segments(completion, self.max_segments)
         segments = [completion[start:end] for start, end in spans]
         if self.per_segment:
-            judgements = await asyncio.gather(
-                *(
-                    self.ask(
-                        {**values, "segment": segment, "earlier": completion[: spans[k][0]].strip()},
-                        self.step_labels,
-                        "label",
-                    )
-                    for k, segment in enumerate(segments)
+            questions = [
+                (
+                    {**values, "segment": segment, "earlier": completion[: spans[k][0]].strip()},
+                    self.step_labels,
                 )
+                for k, segment in enumerate(segments)
+            ]
+            judgements, usage, failure = await self.ask_each(
+                questions, "label", lambda k: f"{who} segment {k + 1}"
             )
-            usage = sum((j.completion.usage for j in judgements), Usage())
-            failed = next((j for j in judgements if not j.ok), None)
-            if failed is not None:
-                failure = failed.failure(f"{who} segment {judgements.index(failed) + 1}")
-                failure.usage = usage
+            if failure is not None:
                 return failure
             steps = [self._expected_value(j) for j in judgements]
             labels = [j.verdict.label for j in judgements]  # type: ignore[union-attr]

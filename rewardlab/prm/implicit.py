@@ -21,6 +21,7 @@ steps that fit, and says so (``details.truncated``), never silently.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import math
 import threading
@@ -97,11 +98,11 @@ class LogRatioStepReward(Reward):
         self._models: tuple[LoadedModel, LoadedModel, TokenLogprobScorer, TokenLogprobScorer] | None = None
         self._loading = threading.Lock()
 
+    @abc.abstractmethod
     def step_values(
         self, policy: list[float], reference: list[float], owners: Sequence[int], steps: int
     ) -> list[float]:
         """The value of each of the first ``steps`` steps from the tokens' log-probabilities."""
-        raise NotImplementedError
 
     def models(self) -> tuple[LoadedModel, LoadedModel, TokenLogprobScorer, TokenLogprobScorer]:
         """Both models and their scorers, loaded on first use (tokenizers checked to match)."""

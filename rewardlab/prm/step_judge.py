@@ -90,27 +90,23 @@ class StepJudge(Judge):
         reference = sample.reference if self.use_reference else None
         if self.mode == "one_call":
             return await self._one_call(who, prompt, steps, reference)
-        judgements = await asyncio.gather(
-            *(
-                self.ask(
-                    {
-                        "prompt": prompt,
-                        "previous": steps[:k],
-                        "step": step,
-                        "number": k + 1,
-                        "reference": reference,
-                    },
-                    STEP_LABELS,
-                    "verdict",
-                )
-                for k, step in enumerate(steps)
+        questions = [
+            (
+                {
+                    "prompt": prompt,
+                    "previous": steps[:k],
+                    "step": step,
+                    "number": k + 1,
+                    "reference": reference,
+                },
+                STEP_LABELS,
             )
+            for k, step in enumerate(steps)
+        ]
+        judgements, usage, failure = await self.ask_each(
+            questions, "verdict", lambda k: f"{who} step {k + 1}"
         )
-        usage = sum((j.completion.usage for j in judgements), Usage())
-        failed = next((j for j in judgements if not j.ok), None)
-        if failed is not None:
-            failure = failed.failure(f"{who} step {judgements.index(failed) + 1}")
-            failure.usage = usage
+        if failure is not None:
             return failure
         correct = [j.distribution(STEP_LABELS)["correct"] for j in judgements]
         labels = [j.verdict.label for j in judgements]  # type: ignore[union-attr]

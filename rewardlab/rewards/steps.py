@@ -47,6 +47,8 @@ def split_segments(text: str, max_segments: int = 12) -> list[tuple[int, int]]:
     than ``max_segments``. An empty text is one empty segment, so it still gets a verdict."""
     from rewardlab.prm.splitting import split_steps
 
+    if max_segments < 1:
+        raise ValueError("max_segments must be at least 1")
     return split_steps(text, "paragraphs", max_steps=max_segments) or [(0, len(text))]
 
 

@@ -324,27 +324,22 @@ class RubricReward(Judge):
         return graded_score(judgement, raw, self.low, self.high, normalize=True)
 
     async def _per_criterion(self, values: dict[str, Any], rubric: Rubric, who: str) -> Score:
-        judgements = await asyncio.gather(
-            *(
-                self.ask(
-                    {
-                        **values,
-                        "criterion": c.text,
-                        "pitfall": c.is_pitfall,
-                        "labels": criterion_labels(c).labels,
-                    },
-                    criterion_labels(c),
-                    "verdict",
-                )
-                for c in rubric.criteria
+        questions = [
+            (
+                {
+                    **values,
+                    "criterion": c.text,
+                    "pitfall": c.is_pitfall,
+                    "labels": criterion_labels(c).labels,
+                },
+                criterion_labels(c),
             )
+            for c in rubric.criteria
+        ]
+        judgements, usage, failure = await self.ask_each(
+            questions, "verdict", lambda k: f"{who} criterion {rubric.criteria[k].id}"
         )
-        usage = sum((j.completion.usage for j in judgements), Usage())
-        failed = next((j for j in judgements if not j.ok), None)
-        if failed is not None:
-            criterion = rubric.criteria[judgements.index(failed)]
-            failure = failed.failure(f"{who} criterion {criterion.id}")
-            failure.usage = usage
+        if failure is not None:
             return failure
         met = [
             satisfaction(c, j.distribution(criterion_labels(c)), self.aggregation == "all_or_nothing")
