@@ -5,10 +5,11 @@ Throughput: N real Qwen2.5-Math solutions scored as completions of one prompt by
 advantage, with two SmolLM2-135M instances (the embedded model; policy and reference - the same
 weights, which changes nothing about the cost). The baseline, in the same process, is the naive
 loop: for each sample, each model runs a full forward pass over prompt + completion and the
-log-softmax of every position is taken. rewardlab runs the prompt once per model, continues
-every completion from its key-value cache, and batches completions of similar length. Two
+log-softmax of every position is taken. rewardlab runs the prompt once per model and
+continues every completion from its key-value cache (on a CPU one completion at a time, its
+default there: batching gains nothing on a CPU, and padding costs as much as real tokens). Two
 prompts: a few-shot prompt (a long shared prefix, the usual best-of-N setting) and the bare
-question (where only batching helps).
+question (where there is little to share).
 
 Memory: one 16,384-token completion through a model with SmolLM2's vocabulary (49,152), in a
 fresh process each: the naive full forward pass, and rewardlab's chunked one. Peak resident

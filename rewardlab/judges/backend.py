@@ -39,6 +39,10 @@ class ChatRequest:
             where the backend supports it; the judge still parses and validates the text).
         stop: Strings that end generation (not included in the answer).
         seed: Sampling seed, where the backend supports one.
+        continue_final: The last message is the start of the assistant's answer, to be
+            continued rather than answered (vLLM's ``continue_final_message``, Anthropic's
+            prefill, ``rewardlab serve-model``); how Monte-Carlo step labels finish a partial
+            solution through a served policy.
     """
 
     messages: tuple[tuple[str, str], ...]
@@ -49,6 +53,11 @@ class ChatRequest:
     json_schema: str | None = None  # JSON text, so that the request stays hashable
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    continue_final: bool = False
+
+    def __post_init__(self) -> None:
+        if self.continue_final and (not self.messages or self.messages[-1][0] != "assistant"):
+            raise ValueError("continue_final needs the last message to be the assistant's")
 
     @classmethod
     def of(cls, messages: list[Mapping[str, str]], **options: Any) -> ChatRequest:
@@ -66,8 +75,10 @@ class ChatRequest:
     def fingerprint(self, backend: str, namespace: str = "") -> str:
         """A stable cache key: the backend and model, everything in the request that can change
         the answer, and a namespace (the judge's template hash)."""
+        extra = {"continue_final": True} if self.continue_final else {}  # older keys stay valid
         payload = json.dumps(
             {
+                **extra,
                 "backend": backend,
                 "namespace": namespace,
                 "messages": self.messages,
@@ -148,12 +159,28 @@ class BackendError(Exception):
         self.retry_after = retry_after
 
 
+CONTINUE_FINAL_MODES = ("fields", "prefill", None)
+
+
+def continue_final_mode(value: str | None, default: str | None) -> str | None:
+    """A backend's ``continue_final`` setting: ``"auto"`` becomes ``default``; anything else
+    must be one of `CONTINUE_FINAL_MODES`."""
+    if value == "auto":
+        return default
+    if value not in CONTINUE_FINAL_MODES:
+        raise ValueError(f"continue_final must be 'auto', 'fields', 'prefill' or null, got {value!r}")
+    return value
+
+
 class Backend(abc.ABC):
     """A chat-completion backend.
 
     ``name`` identifies the backend and model in cache keys and logs (e.g.
     ``"openai:http://127.0.0.1:8000/v1:smollm2"``). The ``supports_*`` flags say which optional
     request fields the backend honours; a judge asks only for what its backend supports.
+    ``continue_final`` says how it continues a final assistant message: ``"fields"`` (vLLM's
+    ``continue_final_message`` request fields), ``"prefill"`` (the provider continues a
+    trailing assistant message by itself: Anthropic, the in-process model), or None (it cannot).
 
     A backend is used from whatever event loop calls it (``Reward.score`` makes a new one per
     call), so connection pools must be made per loop, and it must pickle (TRL copies reward
@@ -164,6 +191,7 @@ class Backend(abc.ABC):
     supports_logprobs: bool = False
     supports_choices: bool = False
     supports_json_schema: bool = False
+    continue_final: str | None = None
 
     @abc.abstractmethod
     async def complete(self, request: ChatRequest) -> ChatResponse:

@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any
 
-from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse
+from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse, continue_final_mode
 from rewardlab.judges.cost import cost_usd
 from rewardlab.judges.openai_backend import request_arguments, status_error
 from rewardlab.judges.openai_format import read_response
@@ -35,6 +35,8 @@ class HTTPBackend(Backend):
         logprobs: Whether the server returns token log-probabilities.
         guided_choice: Whether the server honours vLLM's ``guided_choice``.
         structured_output: Whether the server honours ``response_format`` JSON schemas.
+        continue_final: How the server continues a final assistant message (`Backend`;
+            default: vLLM's request fields).
         cost_model: Name to price calls under in litellm's price list (default: none, cost 0).
     """
 
@@ -48,6 +50,7 @@ class HTTPBackend(Backend):
         logprobs: bool = True,
         guided_choice: bool = False,
         structured_output: bool = False,
+        continue_final: str | None = "fields",
         cost_model: str | None = None,
     ):
         self.model = model
@@ -57,6 +60,7 @@ class HTTPBackend(Backend):
         self.supports_logprobs = logprobs
         self.supports_choices = guided_choice
         self.supports_json_schema = structured_output
+        self.continue_final = continue_final_mode(continue_final, "fields")
         self.cost_model = cost_model
         self.name = f"http:{base_url}:{model}"
 

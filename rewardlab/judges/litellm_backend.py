@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 
-from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse
+from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse, continue_final_mode
 from rewardlab.judges.cost import cost_usd, import_litellm
 from rewardlab.judges.openai_backend import request_arguments, status_error
 from rewardlab.judges.openai_format import read_response
@@ -29,6 +29,9 @@ class LiteLLMBackend(Backend):
         logprobs: Whether the provider returns token log-probabilities.
         guided_choice: Whether the server honours vLLM's ``guided_choice``.
         structured_output: Whether the provider honours ``response_format`` JSON schemas.
+        continue_final: How the provider continues a final assistant message (`Backend`);
+            ``auto``: prefill for Anthropic models, vLLM's request fields with an ``api_base``,
+            otherwise none.
     """
 
     def __init__(
@@ -41,6 +44,7 @@ class LiteLLMBackend(Backend):
         logprobs: bool = False,
         guided_choice: bool = False,
         structured_output: bool = False,
+        continue_final: str | None = "auto",
     ):
         self.model = model
         self.api_base = api_base
@@ -49,6 +53,8 @@ class LiteLLMBackend(Backend):
         self.supports_logprobs = logprobs
         self.supports_choices = guided_choice
         self.supports_json_schema = structured_output
+        default = "prefill" if model.startswith("anthropic/") else "fields" if api_base else None
+        self.continue_final = continue_final_mode(continue_final, default)
         self.name = f"litellm:{api_base + ':' if api_base else ''}{model}"
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

@@ -28,6 +28,7 @@ class LocalBackend(Backend):
 
     supports_logprobs = True
     supports_choices = True
+    continue_final = "prefill"
 
     def __init__(self, model: str | Path | None = None, *, dtype: str = "float32", device: str = "cpu"):
         self.path = (Path(model).expanduser() if model is not None else default_model_path()).resolve()

@@ -76,7 +76,11 @@ class LocalChatModel:
 
     def _prompt_ids(self, request: ChatRequest) -> Any:
         encoded = self.tokenizer.apply_chat_template(
-            request.message_dicts(), add_generation_prompt=True, return_dict=True, return_tensors="pt"
+            request.message_dicts(),
+            add_generation_prompt=not request.continue_final,
+            continue_final_message=request.continue_final,
+            return_dict=True,
+            return_tensors="pt",
         )
         prompt_ids = encoded["input_ids"].to(self.device)
         needed = prompt_ids.shape[1] + (1 if request.choices else request.max_tokens)

@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any
 
-from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse
+from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse, continue_final_mode
 from rewardlab.judges.cost import cost_usd
 from rewardlab.judges.openai_format import read_response, retry_after_seconds
 from rewardlab.optional import require
@@ -31,6 +31,8 @@ class OpenAIBackend(Backend):
         guided_choice: Whether the server honours vLLM's ``guided_choice`` (vLLM and
             ``rewardlab serve-model`` do).
         structured_output: Whether the server honours ``response_format`` JSON schemas.
+        continue_final: How the server continues a final assistant message (`Backend`);
+            ``auto``: vLLM's request fields for a self-hosted server, none for OpenAI itself.
         cost_model: Name to price calls under in litellm's price list; by default the model name
             when talking to OpenAI itself, and nothing (cost 0) for other servers.
     """
@@ -45,6 +47,7 @@ class OpenAIBackend(Backend):
         logprobs: bool = True,
         guided_choice: bool = False,
         structured_output: bool = False,
+        continue_final: str | None = "auto",
         cost_model: str | None = None,
     ):
         self.model = model
@@ -54,6 +57,7 @@ class OpenAIBackend(Backend):
         self.supports_logprobs = logprobs
         self.supports_choices = guided_choice
         self.supports_json_schema = structured_output
+        self.continue_final = continue_final_mode(continue_final, "fields" if base_url else None)
         self.cost_model = cost_model if cost_model is not None or base_url is not None else model
         self.name = f"openai:{base_url or 'api.openai.com'}:{model}"
 
@@ -109,8 +113,21 @@ def request_arguments(request: ChatRequest, backend: Backend) -> dict[str, Any]:
     if request.top_logprobs is not None and backend.supports_logprobs:
         arguments["logprobs"] = True
         arguments["top_logprobs"] = request.top_logprobs
+    extra_body: dict[str, Any] = {}
     if request.choices and backend.supports_choices:
-        arguments["extra_body"] = {"guided_choice": list(request.choices)}
+        extra_body["guided_choice"] = list(request.choices)
+    if request.continue_final:
+        if backend.continue_final is None:
+            raise BackendError(
+                f"{backend.name} cannot continue an assistant message (set its continue_final to "
+                "'fields' for a vLLM-compatible server, or 'prefill' for one that continues it itself)",
+                retryable=False,
+                status_code=400,
+            )
+        if backend.continue_final == "fields":
+            extra_body.update(continue_final_message=True, add_generation_prompt=False)
+    if extra_body:
+        arguments["extra_body"] = extra_body
     if request.json_schema and backend.supports_json_schema:
         arguments["response_format"] = {
             "type": "json_schema",

@@ -56,6 +56,8 @@ class ChatCompletionBody(BaseModel):
     n: int = 1
     stream: bool = False
     response_format: dict[str, Any] | None = None
+    continue_final_message: bool = False
+    add_generation_prompt: bool = True
 
     def refusal(self) -> str | None:
         """Why this request cannot be served as asked, if it cannot."""
@@ -65,6 +67,9 @@ class ChatCompletionBody(BaseModel):
             return "streaming is not supported"
         if self.response_format and self.response_format.get("type") not in (None, "text"):
             return "response_format JSON modes are not supported; use guided_choice or parse the text"
+        final_role = self.messages[-1].role
+        if self.continue_final_message and (self.add_generation_prompt or final_role != "assistant"):
+            return "continue_final_message needs add_generation_prompt false and a final assistant message"
         return None
 
     def to_request(self) -> ChatRequest:
@@ -77,6 +82,7 @@ class ChatCompletionBody(BaseModel):
             choices=tuple(self.guided_choice) if self.guided_choice else None,
             stop=tuple(stop),
             seed=self.seed,
+            continue_final=self.continue_final_message,
         )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardlab.prm.batching import length_batches
 from rewardlab.prm.formats import FAMILIES, FormatError, PRMFormat, PRMInput
 from rewardlab.prm.models import LoadedModel, has_custom_code, load_model, load_value_head, model_lock
 from rewardlab.prm.trajectory import StepOptions, step_texts
@@ -44,6 +45,7 @@ class DiscriminativePRMReward(Reward):
             ``auto`` means lines, as Skywork splits).
         max_length: Most tokens the model reads (default: its context length).
         batch_tokens: Most tokens (longest x batch size) in one forward pass.
+        max_padding: Most of a batch that may be padding (`length_batches`).
         dtype, device: Where the model runs.
     """
 
@@ -63,6 +65,7 @@ class DiscriminativePRMReward(Reward):
         steps_field: str = "steps",
         max_length: int | None = None,
         batch_tokens: int = 16384,
+        max_padding: float = 0.1,
         trust_remote_code: bool = False,
         dtype: str = "float32",
         device: str = "cpu",
@@ -79,7 +82,9 @@ class DiscriminativePRMReward(Reward):
             how = "lines"  # Skywork's steps are lines: it splits the response at its step token
         self.steps = StepOptions(how, pattern, max_steps, steps_field)  # type: ignore[arg-type]
         self.max_length = max_length
-        self.batch_tokens = batch_tokens
+        if not 0 <= max_padding < 1:
+            raise ValueError(f"max_padding must be in [0, 1), got {max_padding!r}")
+        self.batch_tokens, self.max_padding = batch_tokens, max_padding
         self.trust_remote_code = trust_remote_code
         self.dtype, self.device = dtype, device
         if name is not None:
@@ -128,7 +133,8 @@ class DiscriminativePRMReward(Reward):
                 where = "" if isinstance(error, InvalidInput) else "prompt and completion: "
                 scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {where}{error}")
         sequences = {i: x.input_ids[:limit] if limit else x.input_ids for i, x in inputs.items()}
-        for batch in self._batches(sequences):
+        lengths = {i: len(ids) for i, ids in sequences.items()}
+        for batch in length_batches(lengths, self.batch_tokens, self.max_padding):
             try:
                 outputs = self._run(loaded, head, sequences, batch, {i: inputs[i].positions for i in batch})
             except Exception as error:  # noqa: BLE001 - a model failure (memory, device) fails its batch only
@@ -140,17 +146,6 @@ class DiscriminativePRMReward(Reward):
                 read = len(sequences[index])
                 scores[index] = self._score(samples[index].label(index), inputs[index], read, outputs[index])
         return [score for score in scores if score is not None]
-
-    def _batches(self, sequences: dict[int, list[int]]) -> list[list[int]]:
-        """Indices in batches of similar length (longest first) under the token budget."""
-        ordered = sorted(sequences, key=lambda i: len(sequences[i]), reverse=True)
-        batches: list[list[int]] = []
-        for index in ordered:
-            if batches and len(sequences[batches[-1][0]]) * (len(batches[-1]) + 1) <= self.batch_tokens:
-                batches[-1].append(index)
-            else:
-                batches.append([index])
-        return batches
 
     def _run(
         self,

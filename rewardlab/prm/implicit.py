@@ -51,7 +51,10 @@ class LogRatioStepReward(Reward):
         how, pattern, max_steps, steps_field, chat_template: Step finding (`StepOptions`).
         max_tokens: Most prompt + completion tokens read (default: the models' context length).
         dtype, device: Where the models run.
-        batch_tokens, chunk_tokens: The `ScoringBudget` of one forward pass.
+        batch_tokens, chunk_tokens, max_padding: The `ScoringBudget` of one forward pass.
+            ``batch_tokens`` defaults to 8192 on a GPU and to one completion at a time on a
+            CPU, where batching gains nothing and copying the prompt's cache per batch row
+            costs (measured in ``perf/implicit_throughput.py``).
     """
 
     io_bound = False
@@ -71,8 +74,9 @@ class LogRatioStepReward(Reward):
         max_tokens: int | None = None,
         dtype: str = "float32",
         device: str = "cpu",
-        batch_tokens: int = 8192,
+        batch_tokens: int | None = None,
         chunk_tokens: int = 1024,
+        max_padding: float = 0.1,
         name: str | None = None,
     ):
         if aggregate not in AGGREGATES:
@@ -92,7 +96,9 @@ class LogRatioStepReward(Reward):
         self.steps = StepOptions(how, pattern, max_steps, steps_field, chat_template)  # type: ignore[arg-type]
         self.max_tokens = max_tokens
         self.dtype, self.device = dtype, device
-        self.budget = ScoringBudget(batch_tokens, chunk_tokens)
+        if batch_tokens is None:
+            batch_tokens = 1 if device == "cpu" else 8192
+        self.budget = ScoringBudget(batch_tokens, chunk_tokens, max_padding=max_padding)
         if name is not None:
             self.name = name
         self._models: tuple[LoadedModel, LoadedModel, TokenLogprobScorer, TokenLogprobScorer] | None = None

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardlab.optional import require
+from rewardlab.prm.batching import length_batches
 from rewardlab.prm.models import model_lock
 
 
@@ -34,15 +35,21 @@ class ScoringBudget:
         chunk_tokens: Most positions whose logits exist at once (memory: ``chunk_tokens x
             vocabulary`` floats).
         body_tokens: Most positions (batch size x length) through the model's body at once.
+        max_padding: Most of a batch that may be padding (a shorter completion joins a batch
+            only while the padding stays under this fraction): padding is computed for nothing,
+            and on a CPU it costs as much as real tokens.
     """
 
     batch_tokens: int = 1024
     chunk_tokens: int = 256
     body_tokens: int = 2048
+    max_padding: float = 0.1
 
     def __post_init__(self) -> None:
         if min(self.batch_tokens, self.chunk_tokens, self.body_tokens) < 1:
             raise ValueError("batch_tokens, chunk_tokens and body_tokens must be positive")
+        if not 0 <= self.max_padding < 1:
+            raise ValueError(f"max_padding must be in [0, 1), got {self.max_padding!r}")
 
 
 class TokenLogprobScorer:
@@ -85,7 +92,9 @@ class TokenLogprobScorer:
         scored = [i for i, ids in enumerate(completions) if ids]
         with self._lock, self.torch.inference_mode():
             prompt_cache, last_logits = self._prompt(list(prompt_ids))
-            for batch in self._batches(scored, completions):
+            lengths = {i: len(completions[i]) for i in scored}
+            budget = self.budget
+            for batch in length_batches(lengths, budget.batch_tokens, budget.max_padding):
                 rows = [list(completions[i]) for i in batch]
                 for index, values in zip(batch, self._continue(prompt_cache, last_logits, rows), strict=True):
                     results[index] = values
@@ -101,20 +110,6 @@ class TokenLogprobScorer:
             out = self.model(input_ids=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache, logits = out.past_key_values, out.logits[:, -1].float()
         return cache, logits
-
-    def _batches(self, indices: list[int], completions: Sequence[Sequence[int]]) -> list[list[int]]:
-        """Indices grouped by length (longest first) under the token budget."""
-        ordered = sorted(indices, key=lambda i: len(completions[i]), reverse=True)
-        batches: list[list[int]] = []
-        for index in ordered:
-            if (
-                batches
-                and len(completions[batches[-1][0]]) * (len(batches[-1]) + 1) <= self.budget.batch_tokens
-            ):
-                batches[-1].append(index)
-            else:
-                batches.append([index])
-        return batches
 
     def _continue(self, prompt_cache: Any, last_logits: Any, rows: list[list[int]]) -> list[list[float]]:
         torch = self.torch

@@ -51,7 +51,7 @@ def load_model(
     """
     if isinstance(spec, LoadedModel):
         return spec
-    folder = _folder(spec)
+    folder = model_folder(spec)
     key = (str(folder), kind, dtype, device)
     with _loading:
         if key not in _loaded:
@@ -70,7 +70,9 @@ def load_model(
         return _loaded[key]
 
 
-def _folder(spec: str | Path) -> Path:
+def model_folder(spec: str | Path) -> Path:
+    """The local folder ``spec`` names: ``embedded``, a folder, or a GGUF file (converted once
+    to a folder transformers loads); a `FileNotFoundError` otherwise - never a hub download."""
     if str(spec) == EMBEDDED:
         from rewardlab.judges.default_model import default_model_path
 
@@ -105,7 +107,7 @@ def has_custom_code(spec: str | Path | LoadedModel) -> bool:
     """Whether the model's folder names its own modeling code (``auto_map`` in its config)."""
     if isinstance(spec, LoadedModel):
         return False
-    config = _folder(spec) / "config.json"
+    config = model_folder(spec) / "config.json"
     return config.is_file() and "auto_map" in json.loads(config.read_text(encoding="utf-8"))
 
 
@@ -116,7 +118,7 @@ def load_value_head(spec: str | Path, dtype: str = "float32", device: str = "cpu
     from safetensors import safe_open
 
     weights = {}
-    for file in sorted(_folder(spec).glob("*.safetensors")):
+    for file in sorted(model_folder(spec).glob("*.safetensors")):
         with safe_open(str(file), framework="pt") as tensors:
             for key in tensors.keys():  # noqa: SIM118 - safe_open is not a mapping
                 if key.startswith("v_head.summary."):

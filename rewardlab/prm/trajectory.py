@@ -103,7 +103,9 @@ def _prompt_text(prompt: Any, tokenizer: Any, options: StepOptions) -> str:
 
 
 def text_step_spans(sample: Sample, options: StepOptions) -> list[tuple[int, int]]:
-    """The character spans of a text completion's steps: given in ``steps_field``, or split."""
+    """The character spans of a text completion's steps: given in ``steps_field``, or split.
+    Given steps are kept as given, whatever ``max_steps`` says: their indices are what a
+    dataset's labels (a ProcessBench first error) refer to; ``max_steps`` bounds splitting only."""
     given = sample.fields.get(options.steps_field)
     if given is not None:
         if not isinstance(given, Sequence) or isinstance(given, str):

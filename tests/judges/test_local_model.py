@@ -103,3 +103,17 @@ def test_usage_counts_are_real_token_counts(backend):
     assert response.usage.completion_tokens == len(
         tokenizer(response.text, add_special_tokens=False)["input_ids"]
     )
+
+
+def test_a_continued_assistant_message_is_left_open(backend):
+    prefix = "The capital of France is"
+    messages = [*QUESTION, {"role": "assistant", "content": prefix}]
+    model = backend.loaded()
+    continued = model.tokenizer.decode(model._prompt_ids(ChatRequest.of(messages, continue_final=True))[0])
+    assert continued.endswith(prefix)  # no end-of-turn after it, no new assistant header
+    answered = model.tokenizer.decode(model._prompt_ids(ChatRequest.of(messages))[0])
+    assert not answered.endswith(prefix) and answered.startswith(continued)
+    response = complete(backend, max_tokens=3)
+    assert response.text  # the ordinary path still answers
+    with pytest.raises(ValueError, match="last message to be the assistant's"):
+        ChatRequest.of(QUESTION, continue_final=True)

@@ -72,6 +72,7 @@ def test_guided_choice_is_honoured(local_server):
         ({"response_format": {"type": "json_object"}}, "response_format"),
         ({"messages": []}, "messages"),
         ({"top_logprobs": 50, "logprobs": True}, "top_logprobs"),
+        ({"continue_final_message": True}, "continue_final_message needs"),
     ],
 )
 def test_what_it_cannot_honour_is_refused_with_an_openai_error(local_server, change, problem):

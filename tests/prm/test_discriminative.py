@@ -167,7 +167,7 @@ def test_batching_truncation_and_bad_input(tokenizer, tmp_path):
     folder = save(model, tokenizer, tmp_path / "prm")
     completions = ["a\n\nb", "xyz", "1. p\n2. q\n3. r", "Step 1: s\nStep 2: t"]
     samples = [Sample(prompt=QUESTION, completion=c) for c in completions]
-    together = score_with(folder, "token_classification", samples, batch_tokens=20)
+    together = score_with(folder, "token_classification", samples, batch_tokens=20, max_padding=0.9)
     alone = [score_with(folder, "token_classification", [s])[0] for s in samples]
     for a, b in zip(together, alone, strict=True):
         assert a.steps == pytest.approx(b.steps, abs=1e-5)

@@ -33,10 +33,13 @@ BUDGETS = [
     ScoringBudget(batch_tokens=60, chunk_tokens=7),
     ScoringBudget(batch_tokens=1, chunk_tokens=1),
     ScoringBudget(batch_tokens=100, chunk_tokens=3, body_tokens=10),
+    ScoringBudget(batch_tokens=200, chunk_tokens=5, max_padding=0.9),
 ]
 
 
-@pytest.mark.parametrize("budget", BUDGETS, ids=["default", "small-batches", "one-by-one", "body-in-pieces"])
+@pytest.mark.parametrize(
+    "budget", BUDGETS, ids=["default", "small-batches", "one-by-one", "body-in-pieces", "padded"]
+)
 @pytest.mark.parametrize("whole_model", [False, True], ids=["split-head", "whole-model"])
 def test_equal_to_a_plain_forward_pass(model, budget, whole_model):
     rng = random.Random(0)
@@ -56,6 +59,8 @@ def test_a_prompt_needs_a_token(model):
         TokenLogprobScorer(model).completion_logprobs([], [[1]])
     with pytest.raises(ValueError, match="positive"):
         ScoringBudget(chunk_tokens=0)
+    with pytest.raises(ValueError, match="max_padding"):
+        ScoringBudget(max_padding=1.0)
 
 
 def test_a_head_that_scales_its_logits_is_detected_and_handled():

@@ -61,6 +61,19 @@ def test_given_steps_are_found_in_order():
         given_spans(text, [" "])
 
 
+def test_given_steps_are_kept_as_given_whatever_max_steps_says():
+    from rewardlab import Sample
+    from rewardlab.prm.trajectory import StepOptions, text_step_spans
+
+    text = "a long first step. b. c. another long step."
+    given = ["a long first step.", "b.", "c.", "another long step."]
+    sample = Sample(prompt="q", completion=text, fields={"steps": given})
+    # A dataset's labels index its own steps: merging them would misplace a first error.
+    assert texts(text, text_step_spans(sample, StepOptions(max_steps=2))) == given
+    split = Sample(prompt="q", completion=text.replace(". ", ".\n\n"))
+    assert len(text_step_spans(split, StepOptions(max_steps=2))) == 2
+
+
 def render(messages):
     return "".join(
         f"<{m['role']}>{m.get('content') or m.get('tool_calls')}</{m['role']}>\n" for m in messages

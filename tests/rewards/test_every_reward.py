@@ -42,7 +42,7 @@ CONFIGS = {
     "progress_advantage": {"policy": "embedded"},
     "implicit_prm": {"policy": "embedded", "form": "cumulative"},
     "prm": {"family": "token_classification"},
-    "monte_carlo_steps": {"verifier": {"type": "math_answer"}, "n": 1, "continuer": {"max_new_tokens": 4}},
+    "monte_carlo_steps": {"verifier": {"type": "math_answer"}, "n": 1, "continuer": {"max_tokens": 4}},
     "step_judge": {"client": {"cache": None}},
 }
 JUDGES = {kind for kind in CONFIGS if kind.endswith(("_judge", "rubric"))} | {

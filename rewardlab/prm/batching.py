@@ -1,0 +1,32 @@
+"""Batches of similar length for right-padded forward passes.
+
+A batch costs its longest sequence times its size; the padding in it is computed for nothing
+(on a CPU it costs as much as real tokens), so a sequence joins a batch only while the batch
+stays under a token budget and its padding under a fraction of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from typing import TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
+
+
+def length_batches(lengths: Mapping[Key, int], batch_tokens: int, max_padding: float) -> list[list[Key]]:
+    """The keys of ``lengths`` in batches, longest first: ``longest x size <= batch_tokens``
+    and padding at most ``max_padding`` of ``longest x size`` (a lone sequence always fits)."""
+    ordered = sorted(lengths, key=lambda key: lengths[key], reverse=True)
+    batches: list[list[Key]] = []
+    for key in ordered:
+        if batches and _fits([*batches[-1], key], lengths, batch_tokens, max_padding):
+            batches[-1].append(key)
+        else:
+            batches.append([key])
+    return batches
+
+
+def _fits(batch: list[Key], lengths: Mapping[Key, int], batch_tokens: int, max_padding: float) -> bool:
+    size = lengths[batch[0]] * len(batch)
+    padding = size - sum(lengths[key] for key in batch)
+    return size <= batch_tokens and padding <= max_padding * size
