@@ -10,7 +10,8 @@ tuned policy and the original pick among candidates.
 4. In each pool, a candidate is picked by:
    - progress advantage (``progress_advantage``: log pi_RL - log pi_ref, token log-probs
      summed per step, steps folded by ``sum`` / ``mean`` / ``min``);
-   - the tuned policy's mean token log-probability (the likelihood baseline);
+   - mean token log-probability, under the tuned policy and under the original model (the
+     likelihood baselines);
    - random choice (its exact expectation: the mean correctness of the N candidates).
    The oracle (any candidate correct, pass@N) bounds them all.
 
@@ -179,8 +180,12 @@ def main() -> None:
         selectors[f"progress advantage ({fold})"] = lambda prompt, samples, reward=reward: reward.score(
             samples
         )
+    original_likelihood = TokenLogprobScorer(base.model)
     selectors["tuned policy mean token log-prob"] = lambda prompt, samples: mean_logprobs(
         likelihood, policy.tokenizer, prompt, [s.completion for s in samples]
+    )
+    selectors["original model mean token log-prob"] = lambda prompt, samples: mean_logprobs(
+        original_likelihood, base.tokenizer, prompt, [s.completion for s in samples]
     )
     pools = {
         "tuned policy": sample_candidates(policy, prompts, args.n, seed=1),
