@@ -13,6 +13,14 @@ from typing import TypeVar
 Key = TypeVar("Key", bound=Hashable)
 
 
+def check_max_padding(max_padding: float) -> float:
+    """``max_padding`` if it is a fraction in [0, 1); a `ValueError` otherwise (checked when a
+    reward is built, not at its first batch)."""
+    if not 0 <= max_padding < 1:
+        raise ValueError(f"max_padding must be in [0, 1), got {max_padding!r}")
+    return max_padding
+
+
 def length_batches(lengths: Mapping[Key, int], batch_tokens: int, max_padding: float) -> list[list[Key]]:
     """The keys of ``lengths`` in batches, longest first: ``longest x size <= batch_tokens``
     and padding at most ``max_padding`` of ``longest x size`` (a lone sequence always fits)."""

@@ -96,7 +96,8 @@ class _Threaded:
 
     async def continuations(self, prompt: Prompt, prefix: str, n: int) -> list[Continuation]:
         tails = await asyncio.to_thread(self.inner.continuations, prompt, prefix, n)
-        return [tail if isinstance(tail, Continuation) else Continuation(tail) for tail in tails]
+        # Only text becomes a Continuation; anything else is left for `checked` to refuse.
+        return [Continuation(tail) if isinstance(tail, str) else tail for tail in tails]
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardlab.prm.batching import length_batches
+from rewardlab.prm.batching import check_max_padding, length_batches
 from rewardlab.prm.formats import FAMILIES, FormatError, PRMFormat, PRMInput
 from rewardlab.prm.models import LoadedModel, has_custom_code, load_model, load_value_head, model_lock
 from rewardlab.prm.trajectory import StepOptions, step_texts
@@ -82,9 +82,7 @@ class DiscriminativePRMReward(Reward):
             how = "lines"  # Skywork's steps are lines: it splits the response at its step token
         self.steps = StepOptions(how, pattern, max_steps, steps_field)  # type: ignore[arg-type]
         self.max_length = max_length
-        if not 0 <= max_padding < 1:
-            raise ValueError(f"max_padding must be in [0, 1), got {max_padding!r}")
-        self.batch_tokens, self.max_padding = batch_tokens, max_padding
+        self.batch_tokens, self.max_padding = batch_tokens, check_max_padding(max_padding)
         self.trust_remote_code = trust_remote_code
         self.dtype, self.device = dtype, device
         if name is not None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardlab.optional import require
-from rewardlab.prm.batching import length_batches
+from rewardlab.prm.batching import check_max_padding, length_batches
 from rewardlab.prm.models import model_lock
 
 
@@ -48,8 +48,7 @@ class ScoringBudget:
     def __post_init__(self) -> None:
         if min(self.batch_tokens, self.chunk_tokens, self.body_tokens) < 1:
             raise ValueError("batch_tokens, chunk_tokens and body_tokens must be positive")
-        if not 0 <= self.max_padding < 1:
-            raise ValueError(f"max_padding must be in [0, 1), got {self.max_padding!r}")
+        check_max_padding(self.max_padding)
 
 
 class TokenLogprobScorer:

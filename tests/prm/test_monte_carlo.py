@@ -171,6 +171,10 @@ def test_a_synchronous_continuer_of_strings_works_and_a_bad_answer_fails_one_sam
         def continuations(self, prompt, prefix, n):
             return ["only one"]
 
+    class NotText:
+        def continuations(self, prompt, prefix, n):
+            return [1] * n
+
     sample = Sample(prompt="2 + 2, times 3?", completion=SOLUTION, reference="12")
     plain = MonteCarloStepReward(verifier={"type": "math_answer"}, continuer=Plain(), n=2)
     (score,) = plain.score([sample])
@@ -179,6 +183,9 @@ def test_a_synchronous_continuer_of_strings_works_and_a_bad_answer_fails_one_sam
     scores = broken.score([sample, Sample(prompt="x", completion="")])
     assert scores[0].status is Status.ERROR and "must return 2 Continuations" in scores[0].reason
     assert scores[1].status is Status.INVALID_INPUT
+    not_text = MonteCarloStepReward(verifier={"type": "math_answer"}, continuer=NotText(), n=2)
+    (score,) = not_text.score([sample])
+    assert score.status is Status.ERROR and "must return 2 Continuations" in score.reason
     with pytest.raises(ValueError, match=r"continuer: .* has no continuations"):
         MonteCarloStepReward(verifier={"type": "math_answer"}, continuer=object())
     with pytest.raises(ValueError, match=r"continuer: .*unexpected keyword"):
