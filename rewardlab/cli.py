@@ -1,12 +1,13 @@
 """The ``rewardlab`` command line.
 
 ``rewardlab score`` scores a file of rollouts offline with a reward pipeline built from a YAML
-config (the same file the TRL adapter and the benchmark runner take). ``rewardlab serve-model``
-serves a local model over an OpenAI-compatible API; ``rewardlab elicit`` replays saved
-rollouts through online rubric elicitation; ``rewardlab fetch-model`` downloads the
-embedded default judge model. Usage and config mistakes
-exit with status 2 and one line on stderr naming the problem; a run that completes exits 0 even
-when some rows failed, since those are recorded in the output and the summary.
+config (the same file the TRL adapter and the benchmark runner take). ``rewardlab bench``
+evaluates such a reward on a reward-model benchmark, and ``rewardlab serve`` serves it over HTTP.
+``rewardlab serve-model`` serves a local model over an OpenAI-compatible API; ``rewardlab
+elicit`` replays saved rollouts through online rubric elicitation; ``rewardlab fetch-model``
+downloads the embedded default judge model. Usage and config mistakes exit with status 2 and
+one line on stderr naming the problem; a run that completes exits 0 even when some rows failed,
+since those are recorded in the output and the summary.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardlab.offline.ray_engine import add_ray_arguments
 from rewardlab.offline.rows import FORMATS, Columns, InputError, open_rows
 from rewardlab.offline.runner import OutputError, RunOptions, ascore_rows, check_output
 from rewardlab.optional import MissingDependency
@@ -108,6 +110,7 @@ def _add_score_command(commands: argparse._SubParsersAction) -> None:
         help="import MODULE first, so the rewards it registers with rewardlab.register can be built "
         "(repeatable)",
     )
+    add_ray_arguments(score)
     score.set_defaults(run=_score)
 
 
@@ -140,12 +143,151 @@ def _score(args: argparse.Namespace) -> int:
     source = open_rows(args.input, format=args.format, columns=columns, split=args.split)
     check_output(args.output, options)
     _import_modules(args.imports)
-    reward = _build_reward(args.config)
-    try:
-        summary = asyncio.run(ascore_rows(reward, source, args.output, options))
-    finally:
-        reward.close()
+    if args.engine == "ray":
+        summary = _score_on_ray(args, source, options)
+    else:
+        reward = _build_reward(args.config)
+        try:
+            summary = asyncio.run(ascore_rows(reward, source, args.output, options))
+        finally:
+            reward.close()
     print(summary.table())
+    return 0
+
+
+def _score_on_ray(args: argparse.Namespace, source: Any, options: RunOptions) -> Any:
+    from rewardlab.offline.ray_engine import RayEngineError, score_rows_ray
+
+    try:
+        return score_rows_ray(
+            args.config,
+            source,
+            args.output,
+            options,
+            imports=args.imports,
+            address=args.ray_address,
+            workers=args.workers,
+        )
+    except (ConfigError, RayEngineError) as error:
+        raise UsageError(f"--engine ray: {error}") from error
+
+
+def _add_bench_command(commands: argparse._SubParsersAction) -> None:
+    from rewardlab.benchmarks.registry import BENCHMARKS
+
+    bench = commands.add_parser(
+        "bench",
+        help="evaluate a reward on a reward-model benchmark; writes scores, a JSON result, a markdown "
+        "report and plots",
+        description="Score every candidate of benchmark NAME with the reward in --config (or read "
+        "precomputed scores with --scores), compute the benchmark's metric, and write OUTPUT/"
+        "scores.jsonl (resumable), result.json, report.md and PNG plots.",
+    )
+    bench.add_argument("name", metavar="NAME", choices=sorted(BENCHMARKS), help=", ".join(sorted(BENCHMARKS)))
+    source = bench.add_mutually_exclusive_group(required=True)
+    source.add_argument("--config", metavar="CONFIG.yaml", help="reward config YAML file to score with")
+    source.add_argument(
+        "--scores",
+        type=Path,
+        metavar="SCORES.jsonl",
+        help="precomputed scores instead of a reward: rewardlab score records, or one record per item "
+        '({"id": ITEM, "scores": [...]})',
+    )
+    bench.add_argument(
+        "--published",
+        action="store_true",
+        help="--scores is in the format the benchmark's own repository publishes",
+    )
+    bench.add_argument(
+        "--data",
+        type=Path,
+        metavar="PATH",
+        help="the benchmark's file or folder (default: the generated suite, for the suites)",
+    )
+    bench.add_argument(
+        "--output", type=Path, metavar="DIR", help="report folder (default: bench-results/NAME)"
+    )
+    bench.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a benchmark option, VALUE read as YAML (e.g. threshold=null); repeatable",
+    )
+    bench.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N items")
+    bench.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        metavar="N",
+        default=64,
+        help="samples per reward call (default: 64)",
+    )
+    bench.add_argument(
+        "--concurrency", type=_positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
+    )
+    existing = bench.add_mutually_exclusive_group()
+    existing.add_argument("--resume", action="store_true", help="continue OUTPUT/scores.jsonl")
+    existing.add_argument("--overwrite", action="store_true", help="replace OUTPUT/scores.jsonl")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    bench.add_argument(
+        "--import", dest="imports", action="append", default=[], metavar="MODULE", help="as for score"
+    )
+    bench.set_defaults(run=_bench)
+
+
+def _benchmark_options(pairs: Sequence[str]) -> dict[str, Any]:
+    import yaml
+
+    options = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise UsageError(f"--option {pair!r}: expected KEY=VALUE")
+        try:
+            options[key] = yaml.safe_load(value)
+        except yaml.YAMLError as error:
+            raise UsageError(f"--option {pair!r}: VALUE is not YAML ({error})") from None
+    return options
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from rewardlab.benchmarks.items import DataFormatError
+    from rewardlab.benchmarks.registry import BenchmarkError, build_benchmark
+    from rewardlab.benchmarks.report import markdown
+    from rewardlab.benchmarks.runner import SCORES_FILE, ascore_benchmark, evaluate_and_report
+    from rewardlab.benchmarks.score_files import read_score_file
+
+    if args.published and args.scores is None:
+        raise UsageError("--published describes --scores; give --scores too")
+    output = args.output or Path("bench-results") / args.name
+    try:
+        benchmark = build_benchmark(args.name, _benchmark_options(args.option))
+        items = benchmark.load(args.data)[: args.limit]
+        if args.scores is not None:
+            if args.published:
+                scores = benchmark.published_scores(args.scores, items)
+            else:
+                scores = read_score_file(args.scores)
+        else:
+            options = RunOptions(
+                batch_size=args.batch_size,
+                concurrency=args.concurrency,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                progress=not args.no_progress,
+            )
+            check_output(output / SCORES_FILE, options)
+            _import_modules(args.imports)
+            reward = _build_reward(args.config)
+            try:
+                scores, _ = asyncio.run(ascore_benchmark(reward, items, output, options))
+            finally:
+                reward.close()
+        result = evaluate_and_report(benchmark, items, scores, output)
+    except (BenchmarkError, DataFormatError) as error:
+        raise UsageError(str(error)) from error
+    print(markdown(result), end="")
+    print(f"rewardlab bench: report in {output}/report.md")
     return 0
 
 
@@ -255,6 +397,19 @@ def _elicit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_serve_command(commands: argparse._SubParsersAction) -> None:
+    from rewardlab.serving.serve import add_serve_arguments, run_serve
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve a reward over HTTP: batch scoring, OpenRLHF's /get_reward, health and metrics",
+        description="Serve the reward built from --config at http://HOST:PORT: POST /score, POST "
+        "/get_reward (OpenRLHF), GET /health, /ready and /metrics (Prometheus).",
+    )
+    add_serve_arguments(serve)
+    serve.set_defaults(run=run_serve)
+
+
 def _add_serve_model_command(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser(
         "serve-model",
@@ -307,7 +462,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rewardlab", description="Reward modeling for LLM post-training.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_score_command(commands)
+    _add_bench_command(commands)
     _add_elicit_command(commands)
+    _add_serve_command(commands)
     _add_serve_model_command(commands)
     _add_fetch_model_command(commands)
     return parser

@@ -23,6 +23,9 @@ EXTRAS = {
     "uvicorn": "judges",
     "gguf": "judges",
     "aiohttp": "judges",
+    "matplotlib": "bench",
+    "prometheus_client": "serve",
+    "ray": "ray",
 }
 
 

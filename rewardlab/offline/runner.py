@@ -12,6 +12,9 @@ bug) gives every sample of that batch status ``error`` with the exception as the
 
 Resume is by id. An input that repeats an id is scored for every occurrence, but resuming treats
 the id as done once any of its rows is in the output; the summary warns about repeats.
+
+The Ray engine (`rewardlab.offline.ray_engine`) writes through the same `open_output`, cuts the
+same `batches` and scores each with the same `score_batch`, so both engines write the same records.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -126,7 +130,8 @@ def _row_error_score(location: str, error: RowError) -> Score:
     )
 
 
-async def _score_batch(reward: Reward, rows: list[Row]) -> list[dict[str, Any]]:
+async def score_batch(reward: Reward, rows: list[Row]) -> list[dict[str, Any]]:
+    """The output records of one batch, in row order; never raises (a failing reward fails the batch)."""
     samples = [row.sample for row in rows if row.sample is not None]
     try:
         scores = check_batch(reward, samples, await reward.ascore(samples)) if samples else []
@@ -152,7 +157,9 @@ def _rows_to_score(source: Iterable[Row], written: set[str], summary: Summary) -
         yield row
 
 
-def _batches(rows: Iterator[Row], size: int) -> Iterator[list[Row]]:
+def batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
+    """Consecutive batches of ``size`` rows (the last may be shorter); every engine batches so."""
+    rows = iter(rows)
     while batch := list(islice(rows, size)):
         yield batch
 
@@ -161,9 +168,6 @@ def _progress_total(source: RowSource, limit: int | None) -> int | None:
     if limit is None:
         return source.total
     return limit if source.total is None else min(limit, source.total)
-
-
-BatchTask = asyncio.Task[list[dict[str, Any]]]
 
 
 def _jsonable(value: Any) -> Any:
@@ -186,37 +190,55 @@ def _json_line(record: dict[str, Any]) -> str:
         return json.dumps(_jsonable(record), default=str) + "\n"
 
 
+def record_lines(records: list[dict[str, Any]]) -> str:
+    """The output lines of ``records``, exactly as `ScoringOutput.write` would append them."""
+    return "".join(_json_line(record) for record in records)
+
+
 @dataclass(slots=True)
-class _Sink:
-    """Appends each finished batch to the output, flushed, and counts it in the summary and bar."""
+class ScoringOutput:
+    """One run's output file: the input rows it still lacks, and where their records go.
 
-    file: TextIO
-    summary: Summary
-    bar: tqdm
-
-    async def write_next(self, in_flight: set[BatchTask]) -> set[BatchTask]:
-        """Wait for at least one batch, write every finished one; return those still in flight."""
-        finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-        for task in finished:
-            records = task.result()
-            self.file.write("".join(_json_line(record) for record in records))
-            self.file.flush()
-            for record in records:
-                self.summary.add(record)
-            self.summary.scored += len(records)
-            self.bar.update(len(records))
-        return in_flight
-
-
-async def ascore_rows(reward: Reward, source: RowSource, output: str | Path, options: RunOptions) -> Summary:
-    """Score ``source`` into the JSONL file ``output``; the async core of `score_file`.
-
-    Returns the summary of the whole output, which is also written to ``<output>.summary.json``.
-    Raises `OutputError` when the output exists and neither resume nor overwrite is set.
+    Attributes:
+        rows: The input rows to score: within the limit, less those whose id is already written.
+        summary: The summary of the whole output, updated by every `write`.
     """
-    output = Path(output)
+
+    rows: Iterator[Row]
+    summary: Summary
+    _file: TextIO
+    _bar: tqdm
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        """Append one finished batch's records, flushed, and count them in the summary and bar."""
+        self._append(record_lines(records), records)
+
+    def write_lines(self, lines: str) -> None:
+        """`write` for records already made lines by `record_lines` (in another process)."""
+        self._append(lines, [json.loads(line) for line in lines.split("\n") if line])
+
+    def _append(self, lines: str, records: list[dict[str, Any]]) -> None:
+        self._file.write(lines)
+        self._file.flush()
+        for record in records:
+            self.summary.add(record)
+        self.summary.scored += len(records)
+        self._bar.update(len(records))
+
+
+@contextmanager
+def open_output(
+    source: RowSource, output: Path, options: RunOptions, reward_name: str
+) -> Iterator[ScoringOutput]:
+    """Start (or, with ``options.resume``, continue) ``output`` for scoring ``source``.
+
+    Every engine writes through this, so output records, resume and the summary are one thing.
+    When the block ends normally the summary, with this run's wall time, goes to
+    ``<output>.summary.json``. Raises `OutputError` when the output exists and neither resume
+    nor overwrite is set.
+    """
     check_output(output, options)
-    summary = Summary(reward=reward.name, output=str(output))
+    summary = Summary(reward=reward_name, output=str(output))
     output.parent.mkdir(parents=True, exist_ok=True)
     if options.resume and output.exists():
         written = read_written(output, summary)
@@ -237,17 +259,37 @@ async def ascore_rows(reward: Reward, source: RowSource, output: str | Path, opt
             dynamic_ncols=True,
         ) as bar,
     ):
-        sink = _Sink(file, summary, bar)
-        in_flight: set[BatchTask] = set()
-        for batch in _batches(rows, options.batch_size):
-            if len(in_flight) >= options.concurrency:
-                in_flight = await sink.write_next(in_flight)
-            in_flight.add(asyncio.create_task(_score_batch(reward, batch)))
-        while in_flight:
-            in_flight = await sink.write_next(in_flight)
+        yield ScoringOutput(rows, summary, file, bar)
     summary.wall_s = time.perf_counter() - started
     summary.write(summary_path(output))
-    return summary
+
+
+BatchTask = asyncio.Task[list[dict[str, Any]]]
+
+
+async def _write_next(sink: ScoringOutput, in_flight: set[BatchTask]) -> set[BatchTask]:
+    """Wait for at least one batch, write every finished one; return those still in flight."""
+    finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+    for task in finished:
+        sink.write(task.result())
+    return in_flight
+
+
+async def ascore_rows(reward: Reward, source: RowSource, output: str | Path, options: RunOptions) -> Summary:
+    """Score ``source`` into the JSONL file ``output``; the async core of `score_file`.
+
+    Returns the summary of the whole output, which is also written to ``<output>.summary.json``.
+    Raises `OutputError` when the output exists and neither resume nor overwrite is set.
+    """
+    with open_output(source, Path(output), options, reward.name) as sink:
+        in_flight: set[BatchTask] = set()
+        for batch in batches(sink.rows, options.batch_size):
+            if len(in_flight) >= options.concurrency:
+                in_flight = await _write_next(sink, in_flight)
+            in_flight.add(asyncio.create_task(score_batch(reward, batch)))
+        while in_flight:
+            in_flight = await _write_next(sink, in_flight)
+    return sink.summary
 
 
 def score_file(

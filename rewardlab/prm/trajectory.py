@@ -11,18 +11,21 @@ the prompt's tokens exactly, and a step's tokens come from the completion's own 
   sample's ``steps_field``.
 - A conversation completion (an agent trajectory) is rendered after the prompt with the chat
   template, one step per assistant message (tool calls included; tool results are context).
+  A lone assistant message without tool calls (what TRL passes for a conversational dataset)
+  is rendered the same way, but its steps are found in its text, as in a text completion.
 
 In a text completion, tokens between steps (blank lines, a list's numbering) count for the step
 before them (the first step, before any): ending a step is the step's own choice, and this way
 the steps' token sets cover the whole completion, so per-step sums add up to the whole
-completion's. In a trajectory, tokens outside the assistant's messages (tool results, the
-template's turn headers) belong to no step: the policy did not write them.
+completion's (in a lone message, the text between its first and last step is covered this way).
+In a trajectory, tokens outside the assistant's messages (tool results, the template's turn
+headers) belong to no step: the policy did not write them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rewardlab.prm.splitting import How, StepSplitError, given_spans, message_spans, split_steps, token_steps
@@ -72,6 +75,11 @@ def tokenize_sample(sample: Sample, tokenizer: Any, options: StepOptions) -> Tok
     elif isinstance(sample.completion, Sequence):
         prompt_text, completion_text, spans = _trajectory(sample, tokenizer)
         templated = True
+        lone = lone_message_text(sample.completion)
+        if lone is not None:
+            spans = _steps_within(
+                completion_text, spans, lone, text_step_spans(replace(sample, completion=lone), options)
+            )
     else:
         raise InvalidInput(
             "completion", f"must be text or a list of chat messages, got {type(sample.completion).__name__}"
@@ -89,7 +97,10 @@ def tokenize_sample(sample: Sample, tokenizer: Any, options: StepOptions) -> Tok
     encoded = tokenizer(completion_text, add_special_tokens=False, return_offsets_mapping=True)
     owners = token_steps(encoded["offset_mapping"], spans)
     if isinstance(sample.completion, str):
-        owners = _fill_gaps(owners)  # in a trajectory, text between steps is context (tool results)
+        owners = _fill_gaps(owners)
+    elif lone_message_text(sample.completion) is not None:
+        owners = _fill_gaps(owners, edges=False)  # the template's turn header and end are no step's
+    # In a longer trajectory, text between steps is context (tool results): no step's.
     return TokenizedTrajectory(
         tuple(prompt_ids), tuple(encoded["input_ids"]), tuple(owners), tuple(spans), completion_text
     )
@@ -157,17 +168,52 @@ def _render(
         raise InvalidInput(field, f"the chat template cannot render it: {error}") from None
 
 
-def _fill_gaps(owners: list[int]) -> list[int]:
-    filled, current = [], next((owner for owner in owners if owner >= 0), 0)
-    for owner in owners:
-        current = owner if owner >= 0 else current
-        filled.append(current)
+def lone_message_text(completion: Any) -> str | None:
+    """The text of a completion that is one assistant message without tool calls - what TRL
+    passes for a conversational dataset - whose steps are in its text and are found as in a text
+    completion; None for text and for a trajectory of several messages (one step per action)."""
+    if (
+        isinstance(completion, Sequence)
+        and not isinstance(completion, str)
+        and len(completion) == 1
+        and isinstance(completion[0], Mapping)
+        and completion[0].get("role") == "assistant"
+        and not completion[0].get("tool_calls")
+    ):
+        return message_text(completion)
+    return None
+
+
+def _steps_within(
+    text: str, spans: list[tuple[int, int]], content: str, inner: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The steps found in a lone message's ``content``, moved to where the chat template put it
+    in ``text``; the message as one step if the template rewrote its content."""
+    offset = text.find(content, spans[0][0]) if spans and content else -1
+    return [(offset + start, offset + end) for start, end in inner] if offset >= 0 else spans
+
+
+def _fill_gaps(owners: list[int], *, edges: bool = True) -> list[int]:
+    """Unowned tokens between steps go to the step before them; with ``edges``, those before
+    the first step go to it and those after the last to the last."""
+    owned = [index for index, owner in enumerate(owners) if owner >= 0]
+    if not owned:
+        return [0] * len(owners) if edges else list(owners)
+    first, last = (0, len(owners) - 1) if edges else (owned[0], owned[-1])
+    filled, current = list(owners), owners[owned[0]]
+    for index in range(first, last + 1):
+        current = owners[index] if owners[index] >= 0 else current
+        filled[index] = current
     return filled
 
 
 def step_texts(sample: Sample, options: StepOptions) -> list[str]:
     """The texts of a sample's steps, for models that take steps as text: the split (or given)
-    steps of a text completion, or the assistant messages of a conversation."""
+    steps of a text completion or of a lone assistant message, or the assistant messages of a
+    longer conversation."""
+    lone = lone_message_text(sample.completion)
+    if lone is not None:
+        sample = replace(sample, completion=lone)
     if isinstance(sample.completion, str):
         steps = [sample.completion[start:end] for start, end in text_step_spans(sample, options)]
     elif isinstance(sample.completion, Sequence):

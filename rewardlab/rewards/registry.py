@@ -50,6 +50,7 @@ BUILTIN_REWARDS: dict[str, str] = {
     "prm": "rewardlab.prm.discriminative:DiscriminativePRMReward",
     "monte_carlo_steps": "rewardlab.prm.monte_carlo:MonteCarloStepReward",
     "step_judge": "rewardlab.prm.step_judge:StepJudge",
+    "remote": "rewardlab.serving.remote:RemoteReward",
 }
 
 _user_rewards: dict[str, type[Reward]] = {}

@@ -1,8 +1,9 @@
+import random
 import re
 
 import pytest
 
-from rewardlab.benchmarks.arithmetic import arithmetic_solutions
+from rewardlab.benchmarks.arithmetic import arithmetic_solutions, corrupt, solution_steps
 
 LINE = re.compile(r"^(-?\d+) ([-+*]) (\d+) = (-?\d+)$")
 
@@ -52,3 +53,35 @@ def test_generation_is_seeded():
     assert set(row) == {"prompt", "completions", "labels"}
     with pytest.raises(ValueError, match="error_kinds"):
         arithmetic_solutions(1, error_kinds=("typo",))
+
+
+def test_a_corrupted_solution_keeps_the_problem_and_the_lines_before_its_first_error():
+    rng = random.Random(0)
+    for solution in arithmetic_solutions(50, seed=7, error_rate=0.0):
+        for kind in ("arithmetic", "copy"):
+            wrong = corrupt(solution, kind, rng)
+            assert wrong.problem == solution.problem
+            assert wrong.answer == solution.answer
+            assert wrong.steps[: wrong.first_error] == solution.steps[: wrong.first_error]
+            assert wrong.steps[wrong.first_error] != solution.steps[wrong.first_error]
+            assert wrong.steps[-1] != solution.steps[-1]
+            arithmetic, copy = wrong_lines(wrong)
+            assert (arithmetic if kind == "arithmetic" else copy) == [wrong.first_error]
+
+
+def test_steps_are_solved_one_operation_a_line():
+    # 7 + 5 = 12, 12 * 3 = 36, 36 - 4 = 32; no error draws nothing from the generator.
+    assert solution_steps(7, [("+", 5), ("*", 3), ("-", 4)], random.Random(0)) == (
+        "7 + 5 = 12",
+        "12 * 3 = 36",
+        "36 - 4 = 32",
+        "The answer is 32.",
+    )
+
+
+def test_only_known_errors_and_correct_solutions_are_corrupted():
+    with pytest.raises(ValueError, match="kind must be one of arithmetic, copy, got 'typo'"):
+        solution_steps(7, [("+", 5)], random.Random(0), wrong_at=0, kind="typo")
+    wrong = arithmetic_solutions(1, seed=1, error_rate=1.0)[0]
+    with pytest.raises(ValueError, match="only a correct solution can be corrupted"):
+        corrupt(wrong, "copy", random.Random(0))

@@ -208,3 +208,30 @@ def test_tool_results_belong_to_no_step_and_a_step_ending_at_the_cut_counts(pair
     reward = ProgressAdvantageReward(policy=policy, reference=reference, max_tokens=len(PROMPT) + 4)
     (cut,) = reward.score([Sample(prompt=PROMPT, completion=COMPLETION)])
     assert len(cut.steps) == 1 and cut.details["truncated"]["scored_steps"] == 1
+
+
+def test_a_lone_assistant_message_is_split_into_steps_like_text(pair, tiny_tokenizer):
+    from rewardlab.prm.trajectory import StepOptions, step_texts, tokenize_sample
+
+    # What TRL passes for a conversational dataset: the completion is one assistant message.
+    chat = [{"role": "assistant", "content": "x = 1\ny = 2\nso 3"}]
+    sample = Sample(prompt=[{"role": "user", "content": "sum?"}], completion=chat)
+    options = StepOptions(how="lines")
+    assert step_texts(sample, options) == ["x = 1", "y = 2", "so 3"]
+    trajectory = tokenize_sample(sample, tiny_tokenizer, options)
+    text = trajectory.completion_text
+    assert [text[start:end] for start, end in trajectory.spans] == ["x = 1", "y = 2", "so 3"]
+    # The template's "assistant: " header and closing newline are no step's; each newline
+    # between steps goes to the step before it (one character per token in this tokenizer).
+    header = text.index("x = 1")
+    assert set(trajectory.owners[:header]) == {-1} and trajectory.owners[-1] == -1
+    assert trajectory.owners[header : header + 6] == (0,) * 6
+    assert trajectory.owners[header + 6 : header + 12] == (1,) * 6
+
+    policy, reference = pair
+    reward = ProgressAdvantageReward(policy=policy, reference=reference, how="lines")
+    (scored,) = reward.score([sample])
+    assert len(scored.steps) == 3
+    # A trajectory with a tool call keeps one step per assistant action.
+    call = [{"role": "assistant", "content": "x = 1\ny = 2", "tool_calls": [{"id": "1"}]}]
+    assert step_texts(Sample(prompt="p", completion=call), options) == ["x = 1\ny = 2"]

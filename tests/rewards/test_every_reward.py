@@ -44,6 +44,8 @@ CONFIGS = {
     "prm": {"family": "token_classification"},
     "monte_carlo_steps": {"verifier": {"type": "math_answer"}, "n": 1, "continuer": {"max_tokens": 4}},
     "step_judge": {"client": {"cache": None}},
+    # A rule reward behind a real `rewardlab serve` app on a free loopback port (see served_url).
+    "remote": {"retries": 0},
 }
 JUDGES = {kind for kind in CONFIGS if kind.endswith(("_judge", "rubric"))} | {
     "progress_advantage", "implicit_prm", "monte_carlo_steps"
@@ -84,7 +86,17 @@ def build_for_test(kind):
             raise
     if kind == "prm":
         return build({"type": kind, "model": tiny_prm_folder(), **CONFIGS[kind]})
+    if kind == "remote":
+        return build({"type": kind, "url": served_url(), **CONFIGS[kind]})
     return build({"type": kind, **CONFIGS[kind]})
+
+
+@functools.cache
+def served_url():
+    """A reward server (math_answer) for the session, on a daemon thread."""
+    from rewardlab.serving.serve import start_server
+
+    return start_server(build({"type": "math_answer"}), port=0).url
 
 
 @functools.cache

@@ -1,0 +1,265 @@
+"""The reward server's JSON, both ways: samples in and scores out for ``POST /score``, OpenRLHF's
+``query``/``prompts``/``labels`` in and ``rewards``/``scores``/``extra_logs`` out for
+``POST /get_reward``.
+
+Validation errors name the place in the request (``samples[3].completion``), so that a client
+with a thousand samples in a batch can find the culprit. A score on the wire carries every field
+of `Score.to_dict` plus the sample's ``id``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from rewardlab.rewards.contract import Sample, Score, Status, Usage
+
+
+class RequestError(ValueError):
+    """A request that cannot be served as sent; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _text_or_messages(value: Any) -> Any:
+    """A prompt or completion is text or a list of chat messages, each a mapping with a role."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise ValueError(f"must be text or a list of chat messages, got {type(value).__name__}")
+    for index, message in enumerate(value):
+        if not isinstance(message, dict):
+            raise ValueError(f"message {index} must be an object, got {type(message).__name__}")
+        if not isinstance(message.get("role"), str):
+            raise ValueError(f"message {index} needs a 'role' string")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise ValueError(f"message {index} content must be text or a list of parts")
+    return value
+
+
+Text = Annotated[Any, AfterValidator(_text_or_messages)]
+
+
+def _label(value: Any) -> Any:
+    """An OpenRLHF label is text, a number or null (it becomes the sample's reference as text)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"must be text, a number or null, got {type(value).__name__}")
+
+
+Label = Annotated[Any, AfterValidator(_label)]
+
+
+class WireSample(BaseModel):
+    """One sample as a client sends it; unknown keys are refused (a typo must not pass silently)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: Text = ""
+    completion: Text = ""
+    reference: str | None = None
+    id: str | None = None
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+    def to_sample(self) -> Sample:
+        return Sample(self.prompt, self.completion, self.reference, self.id, self.fields)
+
+
+class ScoreRequest(BaseModel):
+    """The body of ``POST /score``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    samples: list[WireSample]
+
+
+def sample_record(sample: Sample) -> dict[str, Any]:
+    """A sample as `WireSample` JSON (what `RemoteReward` sends)."""
+    return {
+        "prompt": sample.prompt if isinstance(sample.prompt, str) else [dict(m) for m in sample.prompt],
+        "completion": sample.completion
+        if isinstance(sample.completion, str)
+        else [dict(m) for m in sample.completion],
+        "reference": sample.reference,
+        "id": sample.id,
+        "fields": dict(sample.fields),
+    }
+
+
+class WireUsage(BaseModel):
+    """`Usage.to_dict` on the wire."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    calls: int = 0
+    cached_calls: int = 0
+    cache_hit: bool = False
+
+    def to_usage(self) -> Usage:
+        return Usage(
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.cost_usd,
+            self.latency_s,
+            self.calls,
+            self.cached_calls,
+        )
+
+
+class WireScore(BaseModel):
+    """One score as the server answers it: the sample's ``id`` and every field of `Score.to_dict`."""
+
+    id: str | None = None
+    value: float | None
+    status: Status
+    steps: list[float] | None = None
+    breakdown: dict[str, float] = Field(default_factory=dict)
+    reason: str | None = None
+    usage: WireUsage | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    def to_score(self) -> Score:
+        return Score(
+            value=self.value,
+            status=self.status,
+            steps=self.steps,
+            breakdown=self.breakdown,
+            reason=self.reason,
+            usage=None if self.usage is None else self.usage.to_usage(),
+            details=self.details,
+        )
+
+
+class ScoreResponse(BaseModel):
+    """The body of a ``POST /score`` answer: one score per sample, in order."""
+
+    scores: list[WireScore]
+    reward: str
+    latency_s: float
+
+
+def score_record(score: Score, sample_id: str | None) -> dict[str, Any]:
+    """A score as `WireScore` JSON."""
+    return {"id": sample_id, **score.to_dict()}
+
+
+def read_score_request(body: bytes) -> list[Sample]:
+    """The samples of a ``/score`` body; `RequestError` 422 naming the sample and field otherwise."""
+    try:
+        request = ScoreRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise RequestError(422, describe(error)) from None
+    return [sample.to_sample() for sample in request.samples]
+
+
+class GetRewardRequest(BaseModel):
+    """The body OpenRLHF's remote reward client sends (``openrlhf/utils/remote_rm_utils.py``):
+    ``query`` is each prompt followed by its response, as decoded by the policy's tokenizer with
+    special tokens kept; ``prompts`` the prompts alone; ``labels`` the dataset's ``--label_key``
+    column. Other keys (later OpenRLHF versions may add some) are ignored, as OpenRLHF's own
+    servers do."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    query: list[str]
+    prompts: list[str]
+    labels: list[Label] | None = None
+
+    def to_samples(self) -> list[Sample]:
+        """One sample per query: the completion is the query after its prompt, the reference the
+        label. A query that does not start with its prompt is refused: guessing where the
+        response starts would score the wrong text."""
+        count = len(self.query)
+        if len(self.prompts) != count:
+            raise RequestError(422, f"prompts has {len(self.prompts)} items but query has {count}")
+        if self.labels is not None and len(self.labels) != count:
+            raise RequestError(422, f"labels has {len(self.labels)} items but query has {count}")
+        samples = []
+        for index, (query, prompt) in enumerate(zip(self.query, self.prompts, strict=True)):
+            if not query.startswith(prompt):
+                raise RequestError(
+                    422,
+                    f"query[{index}] does not start with prompts[{index}] (they differ from character "
+                    f"{_first_difference(query, prompt)}); query must be the prompt followed by the response",
+                )
+            reference = None if self.labels is None else self.labels[index]
+            samples.append(Sample(prompt=prompt, completion=query[len(prompt) :], reference=reference))
+        return samples
+
+
+def _first_difference(first: str, second: str) -> int:
+    return next(
+        (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
+        min(len(first), len(second)),
+    )
+
+
+def read_get_reward_request(body: bytes) -> list[Sample]:
+    """The samples of a ``/get_reward`` body; `RequestError` 422 naming the problem otherwise."""
+    try:
+        request = GetRewardRequest.model_validate_json(body)
+    except ValidationError as error:
+        raise RequestError(422, describe(error)) from None
+    return request.to_samples()
+
+
+def get_reward_record(name: str, scores: Sequence[Score], failure_value: float) -> dict[str, Any]:
+    """OpenRLHF's answer: ``rewards`` (advantages) and ``scores`` (dynamic filtering) both the
+    reward's values, and ``extra_logs`` of per-sample numbers that OpenRLHF concatenates and logs.
+
+    OpenRLHF needs a number for every sample, so a sample without a value (a failure, or not
+    applicable) gets ``failure_value`` - never silently: ``extra_logs["<name>/failed"]`` is 1.0
+    for it, and ``statuses`` and ``reasons`` (keys OpenRLHF ignores) say what happened. Breakdown
+    components are logged as ``<name>/<component>`` when every sample of the batch has them.
+    """
+    rewards = [score.value if score.ok else failure_value for score in scores]
+    extra_logs: dict[str, list[float]] = {f"{name}/failed": [0.0 if s.ok else 1.0 for s in scores]}
+    if scores:
+        shared = set.intersection(*(set(s.breakdown) for s in scores))
+        for component in sorted(shared):
+            values = [float(s.breakdown[component]) for s in scores]
+            if all(math.isfinite(v) for v in values):
+                extra_logs[f"{name}/{component}"] = values
+    return {
+        "rewards": rewards,
+        "scores": list(rewards),
+        "extra_logs": extra_logs,
+        "statuses": [score.status.value for score in scores],
+        "reasons": [score.reason for score in scores],
+    }
+
+
+def describe(error: ValidationError) -> str:
+    """A pydantic error as ``samples[3].completion: must be text ...; ...`` (one line)."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = _location(item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(dict.fromkeys(problems))
+
+
+def _location(loc: Sequence[int | str]) -> str:
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def render_json(content: Mapping[str, Any]) -> bytes:
+    """JSON for a response. Scores are promised JSON-ready; an object that is not (in a reward's
+    details) is written as its ``str``, as offline scoring writes it. Non-finite floats in a
+    breakdown or details are written as ``NaN``/``Infinity``, as Python's json (and so offline
+    output, `RemoteReward` and OpenRLHF's ``requests``) reads them."""
+    return json.dumps(content, default=str, separators=(",", ":")).encode()
