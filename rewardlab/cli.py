@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardlab.cli_options import add_import_argument, import_modules, positive_int
 from rewardlab.offline.ray_engine import add_ray_arguments
 from rewardlab.offline.rows import FORMATS, Columns, InputError, open_rows
 from rewardlab.offline.runner import OutputError, RunOptions, ascore_rows, check_output
@@ -33,16 +33,6 @@ USAGE_ERROR = 2
 
 class UsageError(Exception):
     """A mistake in how the command was called; reported in one line, exit status 2."""
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
 
 
 def _add_score_command(commands: argparse._SubParsersAction) -> None:
@@ -88,38 +78,29 @@ def _add_score_command(commands: argparse._SubParsersAction) -> None:
     )
     score.add_argument(
         "--batch-size",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         default=64,
         help="samples per reward call (default: 64)",
     )
     score.add_argument(
-        "--concurrency", type=_positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
+        "--concurrency", type=positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
     )
     existing = score.add_mutually_exclusive_group()
     existing.add_argument("--resume", action="store_true", help="continue OUTPUT, skipping ids already in it")
     existing.add_argument("--overwrite", action="store_true", help="replace a non-empty OUTPUT")
-    score.add_argument("--limit", type=_positive_int, metavar="N", help="read only the first N input rows")
+    score.add_argument("--limit", type=positive_int, metavar="N", help="read only the first N input rows")
     score.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    score.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first, so the rewards it registers with rewardlab.register can be built "
-        "(repeatable)",
-    )
+    add_import_argument(score)
     add_ray_arguments(score)
     score.set_defaults(run=_score)
 
 
 def _import_modules(names: Sequence[str]) -> None:
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ImportError as error:
-            raise UsageError(f"--import {name}: {error}") from error
+    try:
+        import_modules(names)
+    except ImportError as error:
+        raise UsageError(str(error)) from error
 
 
 def _build_reward(config: str) -> Any:
@@ -214,24 +195,22 @@ def _add_bench_command(commands: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="a benchmark option, VALUE read as YAML (e.g. threshold=null); repeatable",
     )
-    bench.add_argument("--limit", type=_positive_int, metavar="N", help="only the first N items")
+    bench.add_argument("--limit", type=positive_int, metavar="N", help="only the first N items")
     bench.add_argument(
         "--batch-size",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         default=64,
         help="samples per reward call (default: 64)",
     )
     bench.add_argument(
-        "--concurrency", type=_positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
+        "--concurrency", type=positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
     )
     existing = bench.add_mutually_exclusive_group()
     existing.add_argument("--resume", action="store_true", help="continue OUTPUT/scores.jsonl")
     existing.add_argument("--overwrite", action="store_true", help="replace OUTPUT/scores.jsonl")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    bench.add_argument(
-        "--import", dest="imports", action="append", default=[], metavar="MODULE", help="as for score"
-    )
+    add_import_argument(bench)
     bench.set_defaults(run=_bench)
 
 
@@ -310,11 +289,11 @@ def _add_elicit_command(commands: argparse._SubParsersAction) -> None:
     elicit.add_argument("--output", type=Path, metavar="STEPS.jsonl", help="write each step's report here")
     defaults = ElicitationOptions()
     for name, kind, metavar, meaning in (
-        ("pairs_per_prompt", _positive_int, "N", "policy-vs-reference comparisons per prompt per step"),
-        ("max_new_per_pair", _positive_int, "N", "criteria one comparison may propose"),
-        ("max_active", _positive_int, "N", "most active criteria per prompt"),
+        ("pairs_per_prompt", positive_int, "N", "policy-vs-reference comparisons per prompt per step"),
+        ("max_new_per_pair", positive_int, "N", "criteria one comparison may propose"),
+        ("max_active", positive_int, "N", "most active criteria per prompt"),
         ("similarity", _fraction, "X", "word overlap at which a proposal merges into a criterion"),
-        ("retire_after", _positive_int, "N", "steps without variance before a criterion retires"),
+        ("retire_after", positive_int, "N", "steps without variance before a criterion retires"),
         ("flat_tolerance", _fraction, "X", "verdict spread that still counts as no variance"),
     ):
         elicit.add_argument(

@@ -40,7 +40,9 @@ def expected_calibration_error(pairs: Sequence[tuple[float, bool]], bins: int = 
     ) / len(pairs)
 
 
-def _figure(value: float) -> str:
+def _figure(value: float, name: str = "") -> str:
+    if name == "items":  # a count, whatever type a metric gave it
+        return str(int(value))
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
@@ -55,7 +57,7 @@ def markdown(result: Result, plots: Sequence[str] = ()) -> str:
         columns = list(dict.fromkeys(name for figures in result.subsets.values() for name in figures))
         lines += ["", "| subset | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
         for subset, figures in result.subsets.items():
-            cells = [_figure(figures[name]) if name in figures else "-" for name in columns]
+            cells = [_figure(figures[name], name) if name in figures else "-" for name in columns]
             lines.append(f"| {subset} | " + " | ".join(cells) + " |")
     if result.notes:
         lines += ["", *(f"- {note}" for note in result.notes)]

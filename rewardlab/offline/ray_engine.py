@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import logging
 import os
 import pickle
@@ -46,6 +45,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardlab.cli_options import import_modules, positive_int
 from rewardlab.offline.rows import RowSource
 from rewardlab.offline.runner import RunOptions, batches, open_output, record_lines, score_batch
 from rewardlab.offline.summary import Summary
@@ -56,11 +56,6 @@ ENGINES = ("single", "ray")
 DEFAULT_WORKERS = 2
 
 
-def _import_all(names: Sequence[str]) -> None:
-    for name in names:
-        importlib.import_module(name)
-
-
 class BatchScorer:
     """The Ray Data UDF: one actor builds the reward once, then scores the batches it is handed.
 
@@ -69,7 +64,7 @@ class BatchScorer:
     """
 
     def __init__(self, config: Mapping[str, Any], imports: Sequence[str]):
-        _import_all(imports)
+        import_modules(imports)
         self.reward = build(config)
 
     async def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -166,7 +161,7 @@ def score_rows_ray(
     ray = require("ray", "scoring with --engine ray")
     _check_address(ray, address)
     config = load_config(config)
-    _import_all(imports)
+    import_modules(imports)
     probe = build(config)
     probe.close()
     with open_output(source, Path(output), options, probe.name) as sink:
@@ -189,16 +184,6 @@ def score_rows_ray(
     return sink.summary
 
 
-def _worker_count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
 def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     """``--engine``, ``--ray-address`` and ``--workers`` for ``rewardlab score``."""
     parser.add_argument(
@@ -216,7 +201,7 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=_worker_count,
+        type=positive_int,
         default=DEFAULT_WORKERS,
         metavar="N",
         help="worker actors for --engine ray, each building the reward once (default: %(default)s)",

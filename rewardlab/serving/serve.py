@@ -10,7 +10,6 @@ is ``GET /ready``.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import socket
 import sys
@@ -20,6 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rewardlab.cli_options import add_import_argument, import_modules
 from rewardlab.optional import MissingDependency, require
 from rewardlab.rewards.contract import Reward
 from rewardlab.rewards.registry import build
@@ -194,15 +194,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "extra_logs and counted in the metrics (default: %(default)s)",
     )
     parser.add_argument("--no-warmup", action="store_true", help="ready without scoring a probe sample first")
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first, so the rewards it registers with rewardlab.register can be built "
-        "(repeatable)",
-    )
+    add_import_argument(parser)
 
 
 def _fail(message: str) -> int:
@@ -213,11 +205,10 @@ def _fail(message: str) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     """Run ``rewardlab serve`` from parsed `add_serve_arguments` arguments; returns the exit
     status. Mistakes in the arguments, the config or an import exit 2 with one line on stderr."""
-    for module in args.imports:
-        try:
-            importlib.import_module(module)
-        except ImportError as error:
-            return _fail(f"--import {module}: {error}")
+    try:
+        import_modules(args.imports)
+    except ImportError as error:
+        return _fail(str(error))
     try:
         options = ServeOptions(
             max_body_bytes=args.max_body_bytes,

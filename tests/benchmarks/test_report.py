@@ -12,7 +12,10 @@ def full_result():
     return Result(
         benchmark="demo",
         metrics={"accuracy": 0.625, "items": 8},
-        subsets={"chat": {"accuracy": 0.5, "items": 4}, "math": {"accuracy": 0.75, "items": 4, "extra": 1.0}},
+        subsets={
+            "chat": {"accuracy": 0.5, "items": 4},
+            "math": {"accuracy": 0.75, "items": 4.0, "extra": 1.0},
+        },
         failed=2,
         distributions={"chosen": [0.9, 0.8, 0.4], "rejected": [0.1, 0.5, 0.3]},
         curves={"best-of-n": [0.5, 0.6, 0.7], "pass@n": [0.5, 0.8, 0.9]},

@@ -135,6 +135,11 @@ def narrow(sentence: str) -> str:
     # Clauses outside math only: the "=" in "$x = 3$" is part of the answer.
     outside_math = _MATH_SPAN.sub(lambda span: "#" * len(span.group()), sentence)
     clauses = list(_CLAUSE.finditer(outside_math))
+    if clauses and clauses[-1].end() == len(sentence):
+        # "9 + 9 + 8 =", "The result is": a statement cut off before its value states nothing.
+        # Taken whole, the unevaluated expression would match the answer it never gave - a hack
+        # a policy under RL was seen to find.
+        return ""
     if clauses and clauses[-1].end() < len(sentence):
         tail = narrow(sentence[clauses[-1].end() :])
         if not _is_prose(tail):
@@ -205,14 +210,14 @@ def extract_answer(
     if use_final_line and line is not None:
         conclusions = list(_CONCLUSION.finditer(line))
         if conclusions and len(line) <= MAX_CONCLUSION_LINE:
-            return Extraction(narrow(line[conclusions[-1].end() :]), "final_line")
+            return Extraction(narrow(line[conclusions[-1].end() :]) or None, "final_line")
         spans = list(_MATH_SPAN.finditer(line))
         if (statement := _whole_statement(line)) is not None:
             return Extraction(statement, "final_math")
         if spans:
             return Extraction(_span_content(spans[-1]), "final_math")
         if len(line) <= MAX_FINAL_LINE:
-            return Extraction(narrow(line), "final_line")
+            return Extraction(narrow(line) or None, "final_line")
     if last_number_fallback:
         numbers = _NUMBER.findall(text)
         if numbers:

@@ -81,3 +81,32 @@ def test_a_megabyte_of_hostile_text_is_handled(flood):
     [score] = MathAnswerReward(use_cas=False).score([Sample(completion=flood, reference="1")])
     assert score.status in (Status.OK, Status.INVALID_INPUT, Status.PARSE_ERROR)
     assert score.value in (0.0, None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Seen under GRPO: the policy ended on the question's own sum, cut off before its value,
+        # and the sum taken whole was equivalent to the reference.
+        "1. N: 9 + 9 + 8 = 39\n2. N: 9 + 9 + 8 = 27\n3. N: 9 + 9 + 8 = ",
+        "So 9 + 9 + 8 =",
+        "9 + 9 + 8 = 26 =",
+    ],
+)
+def test_a_statement_cut_off_before_its_value_has_no_answer(text):
+    assert extract_answer(text).answer is None
+
+
+def test_the_hack_scores_zero_and_the_worked_answer_one():
+    from rewardlab import Sample, build
+
+    reward = build({"type": "math_answer"})
+    hacked, worked = reward.score(
+        [
+            Sample(completion="1. N: 9 + 9 + 8 = 39\n2. N: 9 + 9 + 8 = ", reference="26"),
+            Sample(completion="9 + 9 = 18\n18 + 8 = 26", reference="26"),
+        ]
+    )
+    reward.close()
+    assert (hacked.value, hacked.reason) == (0.0, "no final answer found")
+    assert worked.value == 1.0
