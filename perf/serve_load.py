@@ -1,14 +1,14 @@
 """Load test of ``rewardlab serve`` on loopback: N concurrent clients for a fixed time, against a
 rule reward and against a judge reward backed by the local model server.
 
-The reward server runs in a subprocess through the same `add_serve_arguments` / `run_serve` that
-``rewardlab serve`` calls; the judge's model is ``rewardlab serve-model`` on the embedded
-SmolLM2-135M (on the CPU, so that part is short). Each client sends one request at a time,
-every sample with an id never used before, and backs off on 503 as the server's ``Retry-After``
-asks. Printed per reward: requests and samples per second, p50 / p99 latency of answered
-requests, 503s, and the bookkeeping that must come out zero - requests with no answer (lost),
-ids answered twice (duplicated), answers whose ids differ from the request's, and any
-difference between the 200s the clients counted and the 200s the server's metrics counted.
+The reward server runs as ``rewardlab serve`` in a subprocess; the judge's model is ``rewardlab
+serve-model`` on the embedded SmolLM2-135M (on the CPU, so that part is short). Each client
+sends one request at a time, every sample with an id never used before, and backs off on 503 as
+the server's ``Retry-After`` asks. Printed per reward: requests and samples per second, p50 /
+p99 latency of answered requests, 503s, and the bookkeeping that must come out zero - requests
+with no answer (lost), ids answered twice (duplicated), answers whose ids differ from the
+request's, and any difference between the 200s the clients counted and the 200s the server's
+metrics counted.
 
 Run:  python perf/serve_load.py [--clients 16] [--seconds 20] [--samples 8]
           [--judge-clients 4] [--judge-seconds 10] [--judge-samples 2] [--no-judge]
