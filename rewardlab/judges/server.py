@@ -9,7 +9,6 @@ schemas) is refused with a 400 rather than silently ignored. Errors use OpenAI's
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rewardlab.judges.backend import Backend, BackendError, ChatRequest
 from rewardlab.judges.openai_format import write_response
 from rewardlab.optional import require
+from rewardlab.sockets import http_address, listening_socket
 
 DEFAULT_MAX_TOKENS = 512
 
@@ -142,14 +142,8 @@ def serve(
     """Serve until interrupted. Port 0 takes a free port; ``on_ready`` gets the ``/v1`` address
     once the socket is bound (so a caller can start the server and read where it listens)."""
     uvicorn = require("uvicorn", "rewardlab serve-model")
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    # Listening before announcing: connections made right after ``on_ready`` wait in the
-    # backlog until uvicorn accepts them, instead of being refused.
-    sock.listen(2048)
-    bound_port = sock.getsockname()[1]
+    sock = listening_socket(host, port)
     server = uvicorn.Server(uvicorn.Config(create_app(backend, model_name), log_level="warning"))
     if on_ready is not None:
-        on_ready(f"http://{host}:{bound_port}/v1")
+        on_ready(f"{http_address(host, sock)}/v1")
     server.run(sockets=[sock])

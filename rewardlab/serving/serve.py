@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
 import threading
 import time
@@ -25,22 +24,10 @@ from rewardlab.rewards.contract import Reward
 from rewardlab.rewards.registry import build
 from rewardlab.serving.app import create_app
 from rewardlab.serving.limits import ServeOptions
+from rewardlab.sockets import http_address, listening_socket
 
 DEFAULT_PORT = 8001
 TOKEN_ENV = "REWARDLAB_SERVE_TOKEN"
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (port 0: a free one) and already listening."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    return sock
-
-
-def _address(host: str, sock: socket.socket) -> str:
-    return f"http://{f'[{host}]' if ':' in host else host}:{sock.getsockname()[1]}"
 
 
 def _uvicorn_server(reward: Reward, options: ServeOptions | None, close_reward: bool = False) -> Any:
@@ -75,7 +62,7 @@ def serve(
         server = _uvicorn_server(reward, options, close_reward=close)
         sock = listening_socket(host, port)
         if on_ready is not None:
-            on_ready(_address(host, sock))
+            on_ready(http_address(host, sock))
         server.run(sockets=[sock])
     finally:
         # Reached when serving ends without a signal (a failed start, say). After SIGINT or
@@ -91,7 +78,7 @@ class RunningServer:
     def __init__(self, reward: Reward, host: str, port: int, options: ServeOptions | None):
         self._server = _uvicorn_server(reward, options)
         sock = listening_socket(host, port)
-        self.url = _address(host, sock)
+        self.url = http_address(host, sock)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, name="rewardlab-serve", daemon=True
         )

@@ -13,7 +13,7 @@ import pytest
 from rewardlab import Sample, Status, build
 from rewardlab.rewards.trl_adapter import AsyncRewardFunc, as_reward_func
 from rewardlab.serving.remote import RemoteReward
-from rewardlab.serving.serve import listening_socket
+from rewardlab.sockets import listening_socket
 from tests.recording import Recorded, two_step_grpo_config
 from tests.serving.conftest import Probe, metric
 
