@@ -1,28 +1,34 @@
 """Progress advantage for best-of-N: RL-tune SmolLM2-135M, then let the log-ratio between the
 tuned policy and the original pick among candidates.
 
-1. A short GRPO run (TRL, on the CPU) tunes SmolLM2-135M-Instruct (the embedded model),
-   rewarded by rewardlab's ``math_answer`` through the TRL adapter, on one of two tasks:
-   - ``addition``: single-digit addition answered in one line; a third of the 81 digit pairs
-     (27) are held out of training;
-   - ``chain``: three single-digit numbers added in two worked lines (``3 + 4 = 7``,
-     ``7 + 2 = 9``), then ``The answer is 9.`` - several steps, where progress can be measured
-     step by step; rewarded by ``math_answer`` plus a small format term; 360 triples to train
-     on, 60 others held out.
-2. For each held-out prompt, the tuned policy samples N candidates; ``math_answer`` grades them.
+1. A short GRPO run (TRL, on the CPU, KL coefficient ``--beta``) tunes SmolLM2-135M-Instruct
+   (the embedded model), rewarded by rewardlab's ``math_answer`` through the TRL adapter, on
+   one of three tasks:
+   - ``addition``: single-digit addition answered freely ("Answer with only the number."); a
+     third of the 81 digit pairs (27) are held out of training;
+   - ``prefilled``: the same, but in training the policy's answer starts as "The answer is",
+     so RL can change only the number that follows, not the wording; candidates are then
+     sampled free-form (does what RL taught about the numbers carry to free-form answers?);
+   - ``chain``: three single-digit numbers added one step at a time in the format of two
+     worked examples (``3 + 4 = 7``, ``7 + 2 = 9``, ``The answer is 9.``), rewarded by
+     ``math_answer`` plus a small format term; 360 triples to train on, 60 others held out.
+2. For each held-out prompt (``--draws`` times, each a fresh set), the tuned policy samples N
+   candidates; ``math_answer`` grades them.
 3. The original model samples N candidates for the same prompts: a second pool, where the
    tuned policy is a verifier for another model's answers (PRIME's use of the implicit PRM).
 4. In each pool, a candidate is picked by:
    - progress advantage (``progress_advantage``: log pi_RL - log pi_ref, token log-probs
-     summed per step, steps folded by ``sum`` / ``mean`` / ``min``);
+     summed per line, the lines folded by ``sum`` / ``mean`` / ``min``);
    - mean token log-probability, under the tuned policy and under the original model (the
      likelihood baselines);
    - random choice (its exact expectation: the mean correctness of the N candidates).
    The oracle (any candidate correct, pass@N) bounds them all.
+Every candidate's text, correctness and values go to OUT/candidates-*.jsonl, the accuracies
+to OUT/results.json.
 
-Run:  python examples/progress_advantage_demo.py [--task addition|chain] [--steps 60] [--n 8]
-                                                [--out pa-demo] [--policy DIR]
-(addition: about 15 minutes on 2 CPU cores, chain: about 40; results in OUT/results.json)
+Run:  python examples/progress_advantage_demo.py [--task addition|prefilled|chain] [--steps 60]
+          [--beta 0.1] [--n 8] [--draws 3] [--out pa-demo] [--policy DIR]
+(addition: about 20 minutes on 2 CPU cores; prefilled: about 15; chain: about 40)
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import argparse
 import json
 import random
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,16 +47,21 @@ from rewardlab.prm.applications import best_of_n
 from rewardlab.prm.logprobs import TokenLogprobScorer
 from rewardlab.prm.models import EMBEDDED, LoadedModel, load_model, model_folder
 from rewardlab.rewards.contract import Score
+from rewardlab.rewards.steps import aggregate_steps
 from rewardlab.rewards.trl_adapter import as_reward_func
+
+FOLDS = ("sum", "mean", "min")
 
 ADDITION = "What is {a} + {b}? Answer with only the number."
 CHAIN = (
-    "What is {a} + {b} + {c}? First add {a} and {b}, then add {c}. Write each addition on its own "
-    "line, then end with 'The answer is N.'"
+    "Add the numbers one step at a time, exactly like these examples.\n\n"
+    "Q: 2 + 5 + 4\n2 + 5 = 7\n7 + 4 = 11\nThe answer is 11.\n\n"
+    "Q: 6 + 3 + 8\n6 + 3 = 9\n9 + 8 = 17\nThe answer is 17.\n\n"
+    "Q: {a} + {b} + {c}"
 )
-#: The chain task's shaping: a little reward for two worked additions and an answer line, so that
-#: GRPO has a signal while the answers are still mostly wrong (the original model gets about 1%).
-CHAIN_FORMAT = r"\d+ \+ \d+ = \d+\s*\n\s*\d+ \+ \d+ = \d+[\s\S]*The answer is -?\d+"
+#: The chain task's shaping: a little reward for the worked format of the examples (two additions,
+#: then the answer line), so that the policy keeps showing its steps.
+CHAIN_FORMAT = r"^\s*\d+ \+ \d+ = \d+\s*\n\d+ \+ \d+ = \d+\s*\nThe answer is \d+\.?\s*$"
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,10 @@ class Task:
     max_tokens: int
     steps: str
     reward: dict[str, Any]
+    #: Training only: the start of the policy's answer, given (so that RL changes the answer's
+    #: substance, not its wording); candidates are sampled free-form.
+    answer_prefix: str = ""
+    training_tokens: int | None = None
 
 
 def addition_task(seed: int) -> Task:
@@ -71,7 +87,14 @@ def addition_task(seed: int) -> Task:
 
 
 def chain_task(seed: int) -> Task:
-    triples = [(a, b, c) for a in range(1, 10) for b in range(1, 10) for c in range(1, 10)]
+    examples = {(2, 5, 4), (6, 3, 8)}
+    triples = [
+        (a, b, c)
+        for a in range(1, 10)
+        for b in range(1, 10)
+        for c in range(1, 10)
+        if (a, b, c) not in examples
+    ]
     random.Random(seed).shuffle(triples)
     rows = [(CHAIN.format(a=a, b=b, c=c), str(a + b + c)) for a, b, c in triples[:420]]
     reward = {
@@ -81,31 +104,46 @@ def chain_task(seed: int) -> Task:
             "format": {"type": "regex_match", "pattern": CHAIN_FORMAT, "weight": 0.25},
         },
     }
-    return Task(rows[60:], rows[:60], max_tokens=48, steps="lines", reward=reward)
+    return Task(rows[60:], rows[:60], max_tokens=40, steps="lines", reward=reward)
 
 
-TASKS = {"addition": addition_task, "chain": chain_task}
+def prefilled_addition_task(seed: int) -> Task:
+    task = addition_task(seed)
+    return Task(
+        task.train, task.test, task.max_tokens, task.steps, task.reward, "The answer is", training_tokens=8
+    )
 
 
-def train_policy(task: Task, steps: int, out: Path) -> Path:
+TASKS = {"addition": addition_task, "chain": chain_task, "prefilled": prefilled_addition_task}
+
+
+def train_policy(task: Task, steps: int, out: Path, beta: float) -> Path:
     import trl
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = model_folder(EMBEDDED)
-    rows = [
-        {"prompt": [{"role": "user", "content": prompt}], "answer": answer} for prompt, answer in task.train
-    ]
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    if task.answer_prefix:  # TRL continues a text prompt as it is
+        rows = [
+            {"prompt": chat_text(tokenizer, prompt) + task.answer_prefix, "answer": answer}
+            for prompt, answer in task.train
+        ]
+    else:
+        rows = [
+            {"prompt": [{"role": "user", "content": prompt}], "answer": answer}
+            for prompt, answer in task.train
+        ]
     config = trl.GRPOConfig(
         output_dir=str(out / "grpo"),
         use_cpu=True,
         per_device_train_batch_size=8,
         num_generations=8,
-        max_completion_length=task.max_tokens,
+        max_completion_length=task.training_tokens or task.max_tokens,
         gradient_checkpointing=False,
         max_steps=steps,
         learning_rate=3e-5,
-        beta=0.0,
+        beta=beta,
         temperature=0.7,
         logging_steps=10,
         save_strategy="no",
@@ -115,7 +153,7 @@ def train_policy(task: Task, steps: int, out: Path) -> Path:
     reward = build(task.reward)
     trainer = trl.GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(folder),
-        processing_class=AutoTokenizer.from_pretrained(folder),
+        processing_class=tokenizer,
         reward_funcs=[as_reward_func(reward)],
         args=config,
         train_dataset=Dataset.from_list(rows).shuffle(seed=0),
@@ -130,6 +168,13 @@ def train_policy(task: Task, steps: int, out: Path) -> Path:
     return out / "policy"
 
 
+def chat_text(tokenizer: Any, question: str) -> str:
+    """The chat-templated prompt for one user question, up to where the assistant answers."""
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": question}], tokenize=False, add_generation_prompt=True
+    )
+
+
 def sample_candidates(
     loaded: LoadedModel, prompts: list[str], n: int, seed: int, max_tokens: int
 ) -> list[list[str]]:
@@ -138,9 +183,7 @@ def sample_candidates(
     tokenizer = loaded.tokenizer
     candidates = []
     for index, prompt in enumerate(prompts):
-        text = tokenizer.apply_chat_template(
-            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-        )
+        text = chat_text(tokenizer, prompt)
         ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
         torch.manual_seed(seed + index)
         with torch.inference_mode():
@@ -159,36 +202,75 @@ def sample_candidates(
 
 def mean_logprobs(
     scorer: TokenLogprobScorer, tokenizer: Any, prompt: str, completions: list[str]
-) -> list[Score]:
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-    )
-    prompt_ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+) -> list[float]:
+    prompt_ids = tokenizer(chat_text(tokenizer, prompt), add_special_tokens=False)["input_ids"]
     ids = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in completions]
     values = scorer.completion_logprobs(prompt_ids, ids)
-    return [Score(value=sum(v) / len(v)) if v else Score(value=float("-inf")) for v in values]
+    return [sum(v) / len(v) if v else float("-inf") for v in values]
+
+
+@dataclass
+class Selectors:
+    """Every way of picking a candidate, as one value per candidate (the highest is picked)."""
+
+    progress: Any
+    policy: LoadedModel
+    original: LoadedModel
+
+    def __post_init__(self) -> None:
+        self.policy_likelihood = TokenLogprobScorer(self.policy.model)
+        self.original_likelihood = TokenLogprobScorer(self.original.model)
+
+    def values(self, prompt: str, samples: list[Sample]) -> dict[str, list[float]]:
+        advantages = self.progress.score(samples)  # one pass of both models; folded three ways
+        values = {
+            f"progress advantage ({fold})": [
+                aggregate_steps(score.steps, fold) if score.ok and score.steps else float("-inf")
+                for score in advantages
+            ]
+            for fold in FOLDS
+        }
+        completions = [sample.completion for sample in samples]
+        values["tuned policy mean token log-prob"] = mean_logprobs(
+            self.policy_likelihood, self.policy.tokenizer, prompt, completions
+        )
+        values["original model mean token log-prob"] = mean_logprobs(
+            self.original_likelihood, self.original.tokenizer, prompt, completions
+        )
+        return values
 
 
 def pick_accuracy(
-    pool: list[list[str]], prompts: list[str], references: list[str], selectors: dict, grader: Any
-) -> dict[str, float]:
-    """Best-of-N accuracy of each selector over one pool of candidates, with random choice
-    (its exact expectation) and the oracle."""
-    picked: dict[str, list[bool]] = {name: [] for name in selectors}
-    random_choice, oracle = [], []
+    pool: list[list[str]], prompts: list[str], references: list[str], selectors: Selectors, grader: Any
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Best-of-N accuracy of each selection over one pool of candidates, with random choice (its
+    exact expectation) and the oracle; and a record per candidate (its text, whether it is
+    right, and every selection's value for it)."""
+    picked: dict[str, list[bool]] = defaultdict(list)
+    random_choice, oracle, records = [], [], []
     for prompt, reference, candidates in zip(prompts, references, pool, strict=True):
         chat = [{"role": "user", "content": prompt}]
         samples = [Sample(prompt=chat, completion=c, reference=reference) for c in candidates]
         correct = [s.ok and s.value == 1.0 for s in grader.score(samples)]
         random_choice.append(sum(correct) / len(correct))
         oracle.append(any(correct))
-        for name, select in selectors.items():
-            choice = best_of_n(select(prompt, samples))
+        values = selectors.values(prompt, samples)
+        for name, column in values.items():
+            choice = best_of_n([Score(value=value) for value in column])
             picked[name].append(choice is not None and correct[choice])
+        for index, candidate in enumerate(candidates):
+            records.append(
+                {
+                    "prompt": prompt,
+                    "completion": candidate,
+                    "correct": correct[index],
+                    **{name: column[index] for name, column in values.items()},
+                }
+            )
     accuracy = {name: sum(hits) / len(hits) for name, hits in picked.items()}
     accuracy["random choice (expected)"] = sum(random_choice) / len(random_choice)
     accuracy["oracle (pass@N)"] = sum(oracle) / len(oracle)
-    return accuracy
+    return accuracy, records
 
 
 def main() -> None:
@@ -198,65 +280,53 @@ def main() -> None:
     parser.add_argument("--task", choices=sorted(TASKS), default="addition")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--n", type=int, default=8)
+    parser.add_argument("--draws", type=int, default=3, help="sets of N candidates per held-out prompt")
+    parser.add_argument("--beta", type=float, default=0.1, help="GRPO's KL coefficient")
     parser.add_argument("--out", type=Path, default=Path("pa-demo"))
     parser.add_argument("--policy", type=Path, help="a tuned policy from an earlier run (skips GRPO)")
     args = parser.parse_args()
     task = TASKS[args.task](0)
 
     started = time.perf_counter()
-    policy_folder = args.policy or train_policy(task, args.steps, args.out)
+    policy_folder = args.policy or train_policy(task, args.steps, args.out, args.beta)
     trained_in = time.perf_counter() - started
 
-    policy, base = load_model(policy_folder), load_model(EMBEDDED)
-    prompts = [prompt for prompt, _ in task.test]
-    references = [answer for _, answer in task.test]
+    policy, original = load_model(policy_folder), load_model(EMBEDDED)
+    prompts = [prompt for prompt, _ in task.test for _ in range(args.draws)]
+    references = [answer for _, answer in task.test for _ in range(args.draws)]
     grader = build({"type": "math_answer"})
-    likelihood = TokenLogprobScorer(policy.model)
-    selectors: dict[str, Any] = {}
-    for fold in ("sum", "mean", "min"):
-        reward = build(
-            {
-                "type": "progress_advantage",
-                "policy": str(policy_folder),
-                "reference": EMBEDDED,
-                "aggregate": fold,
-                "how": task.steps,
-            }
-        )
-        selectors[f"progress advantage ({fold})"] = lambda prompt, samples, reward=reward: reward.score(
-            samples
-        )
-    original_likelihood = TokenLogprobScorer(base.model)
-    selectors["tuned policy mean token log-prob"] = lambda prompt, samples: mean_logprobs(
-        likelihood, policy.tokenizer, prompt, [s.completion for s in samples]
+    progress = build(
+        {"type": "progress_advantage", "policy": str(policy_folder), "reference": EMBEDDED, "how": task.steps}
     )
-    selectors["original model mean token log-prob"] = lambda prompt, samples: mean_logprobs(
-        original_likelihood, base.tokenizer, prompt, [s.completion for s in samples]
-    )
-    pools = {
-        "tuned policy": sample_candidates(policy, prompts, args.n, seed=1, max_tokens=task.max_tokens),
-        "original model": sample_candidates(base, prompts, args.n, seed=1, max_tokens=task.max_tokens),
-    }
-    results = {
-        name: pick_accuracy(pool, prompts, references, selectors, grader) for name, pool in pools.items()
-    }
+    selectors = Selectors(progress, policy, original)
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for name, model in (("tuned policy", policy), ("original model", original)):
+        pool = sample_candidates(model, prompts, args.n, seed=1, max_tokens=task.max_tokens)
+        results[name], records = pick_accuracy(pool, prompts, references, selectors, grader)
+        with (args.out / f"candidates-{name.replace(' ', '-')}.jsonl").open("w", encoding="utf-8") as out:
+            out.writelines(json.dumps(record) + "\n" for record in records)
     grader.close()
     report = {
         "task": args.task,
         "grpo_steps": None if args.policy else args.steps,
+        "beta": None if args.policy else args.beta,
         "training_seconds": None if args.policy else round(trained_in),
-        "held_out_prompts": len(prompts),
+        "held_out_prompts": len(task.test),
+        "draws": args.draws,
         "n": args.n,
         "best_of_n_accuracy": results,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     if not args.policy:
         print(f"GRPO: {args.steps} steps in {trained_in:.0f} s")
-    print(f"best-of-{args.n} accuracy on {len(prompts)} held-out prompts, by where the candidates come from:")
-    print(f"  {'selection':<34} " + " ".join(f"{name:>15}" for name in pools))
+    print(
+        f"best-of-{args.n} accuracy on {len(task.test)} held-out prompts x {args.draws} draws, "
+        "by where the candidates come from:"
+    )
+    print(f"  {'selection':<36} " + " ".join(f"{name:>15}" for name in results))
     for method in next(iter(results.values())):
-        print(f"  {method:<34} " + " ".join(f"{results[name][method]:>15.3f}" for name in pools))
+        print(f"  {method:<36} " + " ".join(f"{results[name][method]:>15.3f}" for name in results))
 
 
 if __name__ == "__main__":

@@ -1,21 +1,22 @@
 """Implicit step rewards for best-of-N: throughput against a naive loop, and peak memory on a
 16k-token trajectory.
 
-Throughput: N real Qwen2.5-Math solutions scored as completions of one prompt by progress
-advantage, with two SmolLM2-135M instances (the embedded model; policy and reference - the same
-weights, which changes nothing about the cost). The baseline, in the same process, is the naive
-loop: for each sample, each model runs a full forward pass over prompt + completion and the
-log-softmax of every position is taken. rewardlab runs the prompt once per model and
-continues every completion from its key-value cache (on a CPU one completion at a time, its
-default there: batching gains nothing on a CPU, and padding costs as much as real tokens). Two
-prompts: a few-shot prompt (a long shared prefix, the usual best-of-N setting) and the bare
-question (where there is little to share).
+Throughput: best-of-8 - each question's 8 real Qwen2.5-Math solutions scored as completions
+of its prompt by progress advantage, with two SmolLM2-135M instances (the embedded model;
+policy and reference - the same weights, which changes nothing about the cost). The baseline,
+in the same process, is the naive loop: for each sample, each model runs a full forward pass
+over prompt + completion and the log-softmax of every position is taken. rewardlab runs each
+prompt once per model and continues every completion from its key-value cache; on a CPU it
+scores one completion at a time (its default there: batching gains nothing on a CPU, and
+padding costs as much as real tokens), in token order, so that solutions which open alike run
+their shared opening once. Two prompt kinds: few-shot (a long shared prefix, the usual
+best-of-N setting) and the bare question (where there is little to share).
 
 Memory: one 16,384-token completion through a model with SmolLM2's vocabulary (49,152), in a
 fresh process each: the naive full forward pass, and rewardlab's chunked one. Peak resident
 memory is printed for both.
 
-Run:  python perf/implicit_throughput.py [--n 16] [--repeats 2] [--skip-memory]
+Run:  python perf/implicit_throughput.py [--questions 2] [--repeats 2] [--skip-memory]
 """
 
 from __future__ import annotations
@@ -36,33 +37,41 @@ def load_rows() -> list[dict]:
         return [json.loads(line) for line in lines]
 
 
-def prompts_and_completions(n: int) -> tuple[str, str, list[str]]:
+def best_of_n_sets(questions: int, few_shot: bool) -> list[tuple[str, list[str]]]:
+    """``questions`` prompts, each with its 8 real solutions: few-shot (three solved problems
+    from later rows before the question) or the bare question."""
     rows = load_rows()
-    shots = "".join(f"Problem: {row['question']}\nSolution: {row['responses'][0]}\n\n" for row in rows[1:4])
-    question = f"Problem: {rows[0]['question']}\nSolution: "
-    completions = [response for row in rows[:4] for response in row["responses"]][:n]
-    return shots + question, question, completions
+    shots = "".join(
+        f"Problem: {row['question']}\nSolution: {row['responses'][0]}\n\n"
+        for row in rows[questions : questions + 3]
+    )
+    return [
+        ((shots if few_shot else "") + f"Problem: {row['question']}\nSolution: ", row["responses"])
+        for row in rows[:questions]
+    ]
 
 
-def naive(models, prompt: str, completions: list[str]) -> None:
+def naive(models, sets: list[tuple[str, list[str]]]) -> None:
     import torch
 
     tokenizer = models[0].tokenizer
-    prompt_ids = tokenizer(prompt)["input_ids"]
     with torch.inference_mode():
-        for completion in completions:
-            ids = prompt_ids + tokenizer(completion, add_special_tokens=False)["input_ids"]
-            batch = torch.tensor([ids])
-            for loaded in models:
-                logprobs = torch.log_softmax(loaded.model(batch).logits[0].float(), dim=-1)
-                targets = torch.tensor(ids[len(prompt_ids) :])
-                logprobs[len(prompt_ids) - 1 : -1].gather(-1, targets.unsqueeze(-1))
+        for prompt, completions in sets:
+            prompt_ids = tokenizer(prompt)["input_ids"]
+            for completion in completions:
+                ids = prompt_ids + tokenizer(completion, add_special_tokens=False)["input_ids"]
+                batch = torch.tensor([ids])
+                for loaded in models:
+                    logprobs = torch.log_softmax(loaded.model(batch).logits[0].float(), dim=-1)
+                    targets = torch.tensor(ids[len(prompt_ids) :])
+                    logprobs[len(prompt_ids) - 1 : -1].gather(-1, targets.unsqueeze(-1))
 
 
-def rewardlab_scoring(reward, prompt: str, completions: list[str]) -> None:
+def rewardlab_scoring(reward, sets: list[tuple[str, list[str]]]) -> None:
     from rewardlab import Sample
 
-    scores = reward.score([Sample(prompt=prompt, completion=c) for c in completions])
+    samples = [Sample(prompt=prompt, completion=c) for prompt, completions in sets for c in completions]
+    scores = reward.score(samples)
     assert all(score.ok for score in scores), scores[0].reason
 
 
@@ -75,7 +84,7 @@ def best_time(run, repeats: int) -> float:
     return min(times)
 
 
-def throughput(n: int, repeats: int) -> None:
+def throughput(questions: int, repeats: int) -> None:
     from transformers import AutoModelForCausalLM
 
     from rewardlab.prm.implicit import ProgressAdvantageReward
@@ -87,19 +96,19 @@ def throughput(n: int, repeats: int) -> None:
         AutoModelForCausalLM.from_pretrained(folder).eval(), policy.tokenizer, "reference"
     )
     reward = ProgressAdvantageReward(policy=policy, reference=reference)
-    few_shot, bare, completions = prompts_and_completions(n)
     tokenizer = policy.tokenizer
-    completion_tokens = sum(len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c in completions)
-    print(f"best-of-{n}: {completion_tokens} completion tokens, two SmolLM2-135M models, CPU")
-    print(f"{'prompt':<22} {'naive tok/s':>12} {'rewardlab tok/s':>16} {'speed-up':>9}")
-    for label, prompt in (("few-shot", few_shot), ("question only", bare)):
-        prompt_tokens = len(tokenizer(prompt)["input_ids"])
-        rewardlab_scoring(reward, prompt, completions[:2])  # warm up
-        slow = best_time(lambda prompt=prompt: naive((policy, reference), prompt, completions), repeats)
-        fast = best_time(lambda prompt=prompt: rewardlab_scoring(reward, prompt, completions), repeats)
+    print(f"best-of-8 for {questions} questions, two SmolLM2-135M models, CPU")
+    print(f"{'prompts':<26} {'naive tok/s':>12} {'rewardlab tok/s':>16} {'speed-up':>9}")
+    for label, few_shot in (("few-shot", True), ("question only", False)):
+        sets = best_of_n_sets(questions, few_shot)
+        prompt_tokens = sum(len(tokenizer(prompt)["input_ids"]) for prompt, _ in sets) // len(sets)
+        tokens = sum(len(tokenizer(c, add_special_tokens=False)["input_ids"]) for _, cs in sets for c in cs)
+        rewardlab_scoring(reward, [(sets[0][0], sets[0][1][:2])])  # warm up
+        slow = best_time(lambda sets=sets: naive((policy, reference), sets), repeats)
+        fast = best_time(lambda sets=sets: rewardlab_scoring(reward, sets), repeats)
         print(
-            f"{label + f' ({prompt_tokens} tok)':<22} {completion_tokens / slow:>12.0f} "
-            f"{completion_tokens / fast:>16.0f} {slow / fast:>8.2f}x"
+            f"{label + f' (~{prompt_tokens} tok)':<26} {tokens / slow:>12.0f} "
+            f"{tokens / fast:>16.0f} {slow / fast:>8.2f}x   ({tokens} completion tokens)"
         )
 
 
@@ -140,13 +149,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--n", type=int, default=16)
+    parser.add_argument("--questions", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--skip-memory", action="store_true")
     args = parser.parse_args()
     if not args.skip_memory:
         memory()  # first: a child process inherits this one's peak memory as its own
-    throughput(args.n, args.repeats)
+    throughput(args.questions, args.repeats)
 
 
 if __name__ == "__main__":

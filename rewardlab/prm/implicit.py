@@ -54,7 +54,8 @@ class LogRatioStepReward(Reward):
         batch_tokens, chunk_tokens, max_padding: The `ScoringBudget` of one forward pass.
             ``batch_tokens`` defaults to 8192 on a GPU and to one completion at a time on a
             CPU, where batching gains nothing and copying the prompt's cache per batch row
-            costs (measured in ``perf/implicit_throughput.py``).
+            costs (measured in ``perf/implicit_throughput.py``); one at a time, completions
+            that open alike run their shared opening once.
     """
 
     io_bound = False

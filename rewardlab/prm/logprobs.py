@@ -2,7 +2,10 @@
 
 What makes it fast: the prompt runs once and every completion continues from its key-value
 cache (best-of-N scores N completions of one prompt); completions go in batches of similar
-length under a token budget. What keeps memory bounded: the model's body runs over a batch at
+length under a token budget. Scored one at a time (the CPU default, where batching gains
+nothing), completions go in token order, each continuing from the cache of the one before cut
+back to the opening they share: completions sampled from one policy often open alike, and a
+shared opening runs once. What keeps memory bounded: the model's body runs over a batch at
 once (its hidden states are small), but the output head - ``length x vocabulary`` logits, 3 GB
 in float32 for 16k tokens of a 49k vocabulary - runs over ``chunk_tokens`` positions at a time,
 each chunk reduced to the log-probabilities of the actual tokens before the next; a sequence
@@ -93,37 +96,75 @@ class TokenLogprobScorer:
             prompt_cache, last_logits = self._prompt(list(prompt_ids))
             lengths = {i: len(completions[i]) for i in scored}
             budget = self.budget
-            for batch in length_batches(lengths, budget.batch_tokens, budget.max_padding):
+            batches = length_batches(lengths, budget.batch_tokens, budget.max_padding)
+            if all(len(batch) == 1 for batch in batches) and _can_cut_back(prompt_cache):
+                rows = {i: list(completions[i]) for i in scored}
+                for index, values in self._one_at_a_time(prompt_cache, last_logits, rows).items():
+                    results[index] = values
+                return results
+            for batch in batches:
                 rows = [list(completions[i]) for i in batch]
-                for index, values in zip(batch, self._continue(prompt_cache, last_logits, rows), strict=True):
+                cache = _copy_cache(prompt_cache, len(rows))
+                previous = last_logits.expand(len(rows), -1)
+                for index, values in zip(batch, self._extend(cache, previous, rows), strict=True):
                     results[index] = values
         return results
 
     def _prompt(self, ids: list[int]) -> tuple[Any, Any]:
-        """The prompt's key-value cache and the logits after its last token, in chunks."""
+        """The prompt's key-value cache and the logits after its last token, ``body_tokens``
+        positions at a time (only the last position's logits are made)."""
         torch = self.torch
         cache = None
         logits = None
-        for start in range(0, len(ids), self.budget.chunk_tokens):
-            chunk = torch.tensor([ids[start : start + self.budget.chunk_tokens]], device=self.device)
+        for start in range(0, len(ids), self.budget.body_tokens):
+            chunk = torch.tensor([ids[start : start + self.budget.body_tokens]], device=self.device)
             out = self.model(input_ids=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache, logits = out.past_key_values, out.logits[:, -1].float()
         return cache, logits
 
-    def _continue(self, prompt_cache: Any, last_logits: Any, rows: list[list[int]]) -> list[list[float]]:
+    def _one_at_a_time(
+        self, cache: Any, last_logits: Any, rows: dict[int, list[int]]
+    ) -> dict[int, list[float]]:
+        """Each row's log-probabilities, the rows run one by one in token order from ``cache``
+        (the prompt's, extended and cut back in place): a row continues from the row before it,
+        cut back to the tokens they share. The last shared token runs again, as its logits
+        (not kept) predict the first new token; a row equal to the one before runs nothing."""
+        prompt_length = cache.get_seq_length()
+        results: dict[int, list[float]] = {}
+        before: list[int] = []
+        before_values: list[float] = []
+        for index in sorted(rows, key=rows.__getitem__):
+            row = rows[index]
+            shared = _shared_opening(before, row)
+            if shared == len(row):
+                results[index] = before_values[:shared]
+                continue
+            kept = max(shared - 1, 0)
+            surplus = cache.get_seq_length() - prompt_length - kept
+            if surplus:
+                cache.crop(-surplus)
+            if shared:
+                values = before_values[:shared] + self._extend(cache, None, [row[kept:]])[0]
+            else:
+                values = self._extend(cache, last_logits, [row])[0]
+            results[index], before, before_values = values, row, values
+        return results
+
+    def _extend(self, cache: Any, previous: Any, rows: list[list[int]]) -> list[list[float]]:
+        """Run ``rows`` (right-padded) on from ``cache``, which grows by them; each row's token
+        log-probabilities, the first predicted by ``previous`` (the logits before the rows) or,
+        when ``previous`` is None, left out."""
         torch = self.torch
+        omitted = 1 if previous is None else 0
         longest = max(len(row) for row in rows)
         padded = torch.tensor([row + [0] * (longest - len(row)) for row in rows], device=self.device)
-        cache = _copy_cache(prompt_cache, len(rows))
-        prompt_length = cache.get_seq_length()
-        # The first token is predicted by the prompt's last position.
-        previous = last_logits.expand(len(rows), -1)
-        pieces = []
+        start_length = cache.get_seq_length()
+        pieces: list[Any] = []
         step = max(1, (self.budget.body_tokens if self._split else self.budget.chunk_tokens) // len(rows))
         for start in range(0, longest, step):
             chunk = padded[:, start : start + step]
             positions = torch.arange(
-                prompt_length + start, prompt_length + start + chunk.shape[1], device=self.device
+                start_length + start, start_length + start + chunk.shape[1], device=self.device
             )
             inputs = {
                 "input_ids": chunk,
@@ -133,14 +174,12 @@ class TokenLogprobScorer:
             }
             if self._split:
                 out = self.body(**inputs)
-                cache = out.past_key_values
                 previous = self._head_chunks(out.last_hidden_state, chunk, previous, pieces)
             else:
                 out = self.model(**inputs)
-                cache = out.past_key_values
                 previous = _target_logprobs(previous, out.logits.float(), chunk, pieces)
         logprobs = torch.cat(pieces, dim=1).tolist()
-        return [values[: len(row)] for values, row in zip(logprobs, rows, strict=True)]
+        return [values[: len(row) - omitted] for values, row in zip(logprobs, rows, strict=True)]
 
     def _head_chunks(self, hidden: Any, targets: Any, previous: Any, pieces: list[Any]) -> Any:
         """Append to ``pieces`` the log-probabilities of ``targets`` from the body's hidden
@@ -154,16 +193,37 @@ class TokenLogprobScorer:
 
 
 def _target_logprobs(previous: Any, logits: Any, targets: Any, pieces: list[Any]) -> Any:
-    """Append the log-probabilities of ``targets`` (the first predicted by ``previous``, each
-    next one by the logits before it) to ``pieces``; return the last logits. ``log p = logit -
-    logsumexp(logits)``, so no second vocabulary-sized tensor is made."""
+    """Append the log-probabilities of ``targets`` (the first predicted by ``previous``, or left
+    out when it is None; each next one by the logits before it) to ``pieces``; return the last
+    logits. ``log p = logit - logsumexp(logits)``, so no second vocabulary-sized tensor is made."""
     import torch
 
-    first = previous.gather(-1, targets[:, :1]) - torch.logsumexp(previous, dim=-1, keepdim=True)
     rest = logits[:, :-1]
     later = rest.gather(-1, targets[:, 1:].unsqueeze(-1)).squeeze(-1) - torch.logsumexp(rest, dim=-1)
-    pieces.append(torch.cat([first, later], dim=1))
+    if previous is None:
+        pieces.append(later)
+    else:
+        first = previous.gather(-1, targets[:, :1]) - torch.logsumexp(previous, dim=-1, keepdim=True)
+        pieces.append(torch.cat([first, later], dim=1))
     return logits[:, -1]
+
+
+def _shared_opening(first: Sequence[int], second: Sequence[int]) -> int:
+    """How many tokens ``first`` and ``second`` share from their start."""
+    shared = 0
+    for a, b in zip(first, second, strict=False):  # they may differ in length
+        if a != b:
+            break
+        shared += 1
+    return shared
+
+
+def _can_cut_back(cache: Any) -> bool:
+    """Whether ``cache`` keeps every position, so that cutting it back to a shorter prefix
+    leaves exactly that prefix's cache (not so for sliding-window or recurrent layers)."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    return isinstance(cache, DynamicCache) and all(type(layer) is DynamicLayer for layer in cache.layers)
 
 
 def _copy_cache(cache: Any, batch: int) -> Any:

@@ -54,6 +54,42 @@ def test_equal_to_a_plain_forward_pass(model, budget, whole_model):
         assert values == pytest.approx(plain(model, prompt, completion), abs=1e-5)
 
 
+@pytest.mark.parametrize("whole_model", [False, True], ids=["split-head", "whole-model"])
+def test_completions_that_open_alike_share_their_opening(model, whole_model):
+    """One at a time, a completion continues from the one before it cut back to their shared
+    opening: the values still equal a plain pass, and the shared tokens run once."""
+    rng = random.Random(1)
+    prompt = [rng.randrange(300) for _ in range(11)]
+    opening = [rng.randrange(300) for _ in range(20)]
+    tails = [[rng.randrange(300) for _ in range(n)] for n in (7, 3, 12)]
+    completions = [
+        opening + tails[0],
+        opening + tails[1],
+        opening[:5] + tails[2],
+        opening + tails[0],  # a duplicate
+        opening[:20],  # the opening alone: a prefix of others
+        tails[2],
+    ]
+    scorer = TokenLogprobScorer(model, ScoringBudget(batch_tokens=1, chunk_tokens=4, body_tokens=9))
+    if whole_model:
+        scorer._split = False
+    fed = []
+    hook = model.model.register_forward_pre_hook(
+        lambda module, args, kwargs: fed.append(kwargs["input_ids"].numel()), with_kwargs=True
+    )
+    try:
+        scored = scorer.completion_logprobs(prompt, completions)
+    finally:
+        hook.remove()
+    for values, completion in zip(scored, completions, strict=True):
+        assert values == pytest.approx(plain(model, prompt, completion), abs=1e-5)
+    # In token order (the seed's): tails[2] (12 tokens), opening[:5] + tails[2] (17: it shares
+    # nothing with tails[2]), the opening (15 new + the fifth again), opening + tails[1] (3 + 1),
+    # opening + tails[0] (7 + 1) and its duplicate (nothing).
+    completion_tokens = 12 + 17 + 16 + 4 + 8
+    assert sum(fed) - len(prompt) == completion_tokens < sum(len(c) for c in completions)
+
+
 def test_a_prompt_needs_a_token(model):
     with pytest.raises(ValueError, match="the prompt has no tokens"):
         TokenLogprobScorer(model).completion_logprobs([], [[1]])
