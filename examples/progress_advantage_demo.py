@@ -76,6 +76,7 @@ class Task:
     #: Training only: the start of the policy's answer, given (so that RL changes the answer's
     #: substance, not its wording); candidates are sampled free-form.
     answer_prefix: str = ""
+    #: Training only: the most tokens of a completion (default ``max_tokens``).
     training_tokens: int | None = None
 
 

@@ -106,7 +106,8 @@ class TokenLogprobScorer:
                 rows = [list(completions[i]) for i in batch]
                 cache = _copy_cache(prompt_cache, len(rows))
                 previous = last_logits.expand(len(rows), -1)
-                for index, values in zip(batch, self._extend(cache, previous, rows), strict=True):
+                logprobs, _ = self._extend(cache, previous, rows)
+                for index, values in zip(batch, logprobs, strict=True):
                     results[index] = values
         return results
 
@@ -144,16 +145,18 @@ class TokenLogprobScorer:
             if surplus:
                 cache.crop(-surplus)
             if shared:
-                values = before_values[:shared] + self._extend(cache, None, [row[kept:]])[0]
+                logprobs, cache = self._extend(cache, None, [row[kept:]])
+                values = before_values[:shared] + logprobs[0]
             else:
-                values = self._extend(cache, last_logits, [row])[0]
+                logprobs, cache = self._extend(cache, last_logits, [row])
+                values = logprobs[0]
             results[index], before, before_values = values, row, values
         return results
 
-    def _extend(self, cache: Any, previous: Any, rows: list[list[int]]) -> list[list[float]]:
-        """Run ``rows`` (right-padded) on from ``cache``, which grows by them; each row's token
-        log-probabilities, the first predicted by ``previous`` (the logits before the rows) or,
-        when ``previous`` is None, left out."""
+    def _extend(self, cache: Any, previous: Any, rows: list[list[int]]) -> tuple[list[list[float]], Any]:
+        """Run ``rows`` (right-padded) on from ``cache``; each row's token log-probabilities (the
+        first predicted by ``previous``, the logits before the rows, or left out when it is
+        None) and the cache grown by the rows."""
         torch = self.torch
         omitted = 1 if previous is None else 0
         longest = max(len(row) for row in rows)
@@ -178,8 +181,9 @@ class TokenLogprobScorer:
             else:
                 out = self.model(**inputs)
                 previous = _target_logprobs(previous, out.logits.float(), chunk, pieces)
+            cache = out.past_key_values
         logprobs = torch.cat(pieces, dim=1).tolist()
-        return [values[: len(row) - omitted] for values, row in zip(logprobs, rows, strict=True)]
+        return [values[: len(row) - omitted] for values, row in zip(logprobs, rows, strict=True)], cache
 
     def _head_chunks(self, hidden: Any, targets: Any, previous: Any, pieces: list[Any]) -> Any:
         """Append to ``pieces`` the log-probabilities of ``targets`` from the body's hidden
