@@ -30,31 +30,16 @@ import ray
 from rewardlab import build
 from rewardlab.offline import RunOptions, open_rows, score_file
 from rewardlab.offline.ray_engine import score_rows_ray
+from rewardlab.rewards.registry import load_config
 
 EXAMPLES = Path(__file__).parents[1] / "examples" / "rollouts.jsonl"
-RULES = {
-    "type": "route",
-    "by": "data_source",
-    "routes": {
-        "math": {
-            "type": "combine",
-            "components": {
-                "accuracy": {"type": "math_answer", "weight": 1.0},
-                "overlong": {
-                    "type": "soft_overlong",
-                    "max_length": 400,
-                    "cache_length": 100,
-                    "unit": "words",
-                    "weight": 0.5,
-                },
-                "repetition": {"type": "repetition_penalty", "ngram_size": 4, "max_penalty": -0.5},
-            },
-        },
-        "instruction": {"type": "instruction_following", "aggregate": "fraction"},
-        "json": {"type": "json_schema"},
-        "chat": {"type": "repetition_penalty", "ngram_size": 4, "max_penalty": -0.5},
-    },
-}
+
+
+def rules_config() -> dict:
+    """``examples/reward.yaml`` with its judge route (models on the CPU) swapped for a rule."""
+    config = load_config(EXAMPLES.parent / "reward.yaml")
+    config["routes"]["chat"] = {"type": "repetition_penalty", "ngram_size": 4, "max_penalty": -0.5}
+    return config
 
 
 def repeated_input(path: Path, rows: int) -> Path:
@@ -92,15 +77,16 @@ def timed(run) -> float:
 
 def compare(name: str, source: Path, workdir: Path, workers: int, options: RunOptions) -> None:
     single, cold, warm = (workdir / f"{name}.{engine}.jsonl" for engine in ("single", "ray-cold", "ray-warm"))
-    reward = build(RULES)
+    rules = rules_config()
+    reward = build(rules)
     try:
         single_s = timed(lambda: score_file(reward, source, single, options=options))
     finally:
         reward.close()
-    cold_s = timed(lambda: score_rows_ray(RULES, open_rows(source), cold, options, workers=workers))
+    cold_s = timed(lambda: score_rows_ray(rules, open_rows(source), cold, options, workers=workers))
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING)
     try:
-        warm_s = timed(lambda: score_rows_ray(RULES, open_rows(source), warm, options, workers=workers))
+        warm_s = timed(lambda: score_rows_ray(rules, open_rows(source), warm, options, workers=workers))
     finally:
         ray.shutdown()
     expected = comparable(single)
