@@ -8,7 +8,8 @@ tuned policy and the original pick among candidates.
      third of the 81 digit pairs (27) are held out of training;
    - ``prefilled``: the same, but in training the policy's answer starts as "The answer is",
      so RL can change only the number that follows, not the wording; candidates are then
-     sampled free-form (does what RL taught about the numbers carry to free-form answers?);
+     sampled free-form (does what RL taught about the numbers carry to free-form answers?), or
+     with ``--prefixed-candidates`` after the same "The answer is" (only the numbers differ);
    - ``chain``: three single-digit numbers added one step at a time in the format of two
      worked examples (``3 + 4 = 7``, ``7 + 2 = 9``, ``The answer is 9.``), rewarded by
      ``math_answer`` plus a small format term; 360 triples to train on, 60 others held out.
@@ -21,6 +22,8 @@ tuned policy and the original pick among candidates.
      summed per line, the lines folded by ``sum`` / ``mean`` / ``min``);
    - mean token log-probability, under the tuned policy and under the original model (the
      likelihood baselines);
+   every log-probability at ``--score-temperature`` (default 0.7: GRPO's sampling temperature,
+   at which TRL computes both models' log-probs and its KL term);
    - random choice (its exact expectation: the mean correctness of the N candidates).
    The oracle (any candidate correct, pass@N) bounds them all.
 Every candidate's text, correctness and values go to OUT/candidates-*.jsonl, the accuracies
@@ -28,6 +31,7 @@ to OUT/results.json.
 
 Run:  python examples/progress_advantage_demo.py [--task addition|prefilled|chain] [--steps 60]
           [--beta 0.1] [--n 8] [--draws 3] [--out pa-demo] [--policy DIR]
+          [--prefixed-candidates] [--score-temperature 0.7]
 (addition: about 20 minutes on 2 CPU cores; prefilled: about 15; chain: about 40)
 """
 
@@ -51,6 +55,8 @@ from rewardlab.rewards.steps import aggregate_steps
 from rewardlab.rewards.trl_adapter import as_reward_func
 
 FOLDS = ("sum", "mean", "min")
+#: The sampling temperature, in GRPO and for the candidates.
+TEMPERATURE = 0.7
 
 ADDITION = "What is {a} + {b}? Answer with only the number."
 CHAIN = (
@@ -73,8 +79,8 @@ class Task:
     max_tokens: int
     steps: str
     reward: dict[str, Any]
-    #: Training only: the start of the policy's answer, given (so that RL changes the answer's
-    #: substance, not its wording); candidates are sampled free-form.
+    #: The start of the policy's answer, given in training (so that RL changes the answer's
+    #: substance, not its wording).
     answer_prefix: str = ""
     #: Training only: the most tokens of a completion (default ``max_tokens``).
     training_tokens: int | None = None
@@ -115,7 +121,11 @@ def prefilled_addition_task(seed: int) -> Task:
     )
 
 
-TASKS = {"addition": addition_task, "chain": chain_task, "prefilled": prefilled_addition_task}
+TASKS = {
+    "addition": addition_task,
+    "chain": chain_task,
+    "prefilled": prefilled_addition_task,
+}
 
 
 def train_policy(task: Task, steps: int, out: Path, beta: float) -> Path:
@@ -145,7 +155,7 @@ def train_policy(task: Task, steps: int, out: Path, beta: float) -> Path:
         max_steps=steps,
         learning_rate=3e-5,
         beta=beta,
-        temperature=0.7,
+        temperature=TEMPERATURE,
         logging_steps=10,
         save_strategy="no",
         report_to="none",
@@ -177,22 +187,22 @@ def chat_text(tokenizer: Any, question: str) -> str:
 
 
 def sample_candidates(
-    loaded: LoadedModel, prompts: list[str], n: int, seed: int, max_tokens: int
+    loaded: LoadedModel, contexts: list[str], n: int, seed: int, max_tokens: int
 ) -> list[list[str]]:
+    """``n`` continuations of each context (the text the model continues), sampled."""
     import torch
 
     tokenizer = loaded.tokenizer
     candidates = []
-    for index, prompt in enumerate(prompts):
-        text = chat_text(tokenizer, prompt)
-        ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    for index, context in enumerate(contexts):
+        ids = tokenizer(context, add_special_tokens=False, return_tensors="pt")["input_ids"]
         torch.manual_seed(seed + index)
         with torch.inference_mode():
             out = loaded.model.generate(
                 ids,
                 attention_mask=torch.ones_like(ids),
                 do_sample=True,
-                temperature=0.7,
+                temperature=TEMPERATURE,
                 max_new_tokens=max_tokens,
                 num_return_sequences=n,
                 pad_token_id=tokenizer.eos_token_id,
@@ -202,9 +212,9 @@ def sample_candidates(
 
 
 def mean_logprobs(
-    scorer: TokenLogprobScorer, tokenizer: Any, prompt: str, completions: list[str]
+    scorer: TokenLogprobScorer, tokenizer: Any, context: str, completions: list[str]
 ) -> list[float]:
-    prompt_ids = tokenizer(chat_text(tokenizer, prompt), add_special_tokens=False)["input_ids"]
+    prompt_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
     ids = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in completions]
     values = scorer.completion_logprobs(prompt_ids, ids)
     return [sum(v) / len(v) if v else float("-inf") for v in values]
@@ -217,12 +227,13 @@ class Selectors:
     progress: Any
     policy: LoadedModel
     original: LoadedModel
+    temperature: float
 
     def __post_init__(self) -> None:
-        self.policy_likelihood = TokenLogprobScorer(self.policy.model)
-        self.original_likelihood = TokenLogprobScorer(self.original.model)
+        self.policy_likelihood = TokenLogprobScorer(self.policy.model, temperature=self.temperature)
+        self.original_likelihood = TokenLogprobScorer(self.original.model, temperature=self.temperature)
 
-    def values(self, prompt: str, samples: list[Sample]) -> dict[str, list[float]]:
+    def values(self, context: str, samples: list[Sample]) -> dict[str, list[float]]:
         advantages = self.progress.score(samples)  # one pass of both models; folded three ways
         values = {
             f"progress advantage ({fold})": [
@@ -233,36 +244,35 @@ class Selectors:
         }
         completions = [sample.completion for sample in samples]
         values["tuned policy mean token log-prob"] = mean_logprobs(
-            self.policy_likelihood, self.policy.tokenizer, prompt, completions
+            self.policy_likelihood, self.policy.tokenizer, context, completions
         )
         values["original model mean token log-prob"] = mean_logprobs(
-            self.original_likelihood, self.original.tokenizer, prompt, completions
+            self.original_likelihood, self.original.tokenizer, context, completions
         )
         return values
 
 
 def pick_accuracy(
-    pool: list[list[str]], prompts: list[str], references: list[str], selectors: Selectors, grader: Any
+    pool: list[list[str]], contexts: list[str], references: list[str], selectors: Selectors, grader: Any
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
-    """Best-of-N accuracy of each selection over one pool of candidates, with random choice (its
-    exact expectation) and the oracle; and a record per candidate (its text, whether it is
-    right, and every selection's value for it)."""
+    """Best-of-N accuracy of each selection over one pool of candidates (continuations of
+    ``contexts``), with random choice (its exact expectation) and the oracle; and a record per
+    candidate (its text, whether it is right, and every selection's value for it)."""
     picked: dict[str, list[bool]] = defaultdict(list)
     random_choice, oracle, records = [], [], []
-    for prompt, reference, candidates in zip(prompts, references, pool, strict=True):
-        chat = [{"role": "user", "content": prompt}]
-        samples = [Sample(prompt=chat, completion=c, reference=reference) for c in candidates]
+    for context, reference, candidates in zip(contexts, references, pool, strict=True):
+        samples = [Sample(prompt=context, completion=c, reference=reference) for c in candidates]
         correct = [s.ok and s.value == 1.0 for s in grader.score(samples)]
         random_choice.append(sum(correct) / len(correct))
         oracle.append(any(correct))
-        values = selectors.values(prompt, samples)
+        values = selectors.values(context, samples)
         for name, column in values.items():
             choice = best_of_n([Score(value=value) for value in column])
             picked[name].append(choice is not None and correct[choice])
         for index, candidate in enumerate(candidates):
             records.append(
                 {
-                    "prompt": prompt,
+                    "context": context,
                     "completion": candidate,
                     "correct": correct[index],
                     **{name: column[index] for name, column in values.items()},
@@ -283,7 +293,19 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--draws", type=int, default=3, help="sets of N candidates per held-out prompt")
     parser.add_argument("--beta", type=float, default=0.1, help="GRPO's KL coefficient")
+    parser.add_argument(
+        "--score-temperature",
+        type=float,
+        default=TEMPERATURE,
+        help="the temperature of the log-probabilities every selection reads (default: the "
+        "one GRPO trained at, whose distributions its KL term regularises)",
+    )
     parser.add_argument("--out", type=Path, default=Path("pa-demo"))
+    parser.add_argument(
+        "--prefixed-candidates",
+        action="store_true",
+        help="candidates start with the task's answer prefix too (prefilled: 'The answer is')",
+    )
     parser.add_argument("--policy", type=Path, help="a tuned policy from an earlier run (skips GRPO)")
     args = parser.parse_args()
     task = TASKS[args.task](0)
@@ -293,18 +315,27 @@ def main() -> None:
     trained_in = time.perf_counter() - started
 
     policy, original = load_model(policy_folder), load_model(EMBEDDED)
-    prompts = [prompt for prompt, _ in task.test for _ in range(args.draws)]
+    prefix = task.answer_prefix if args.prefixed_candidates else ""
+    contexts = [
+        chat_text(policy.tokenizer, prompt) + prefix for prompt, _ in task.test for _ in range(args.draws)
+    ]
     references = [answer for _, answer in task.test for _ in range(args.draws)]
     grader = build({"type": "math_answer"})
     progress = build(
-        {"type": "progress_advantage", "policy": str(policy_folder), "reference": EMBEDDED, "how": task.steps}
+        {
+            "type": "progress_advantage",
+            "policy": str(policy_folder),
+            "reference": EMBEDDED,
+            "how": task.steps,
+            "temperature": args.score_temperature,
+        }
     )
-    selectors = Selectors(progress, policy, original)
+    selectors = Selectors(progress, policy, original, args.score_temperature)
     args.out.mkdir(parents=True, exist_ok=True)
     results = {}
     for name, model in (("tuned policy", policy), ("original model", original)):
-        pool = sample_candidates(model, prompts, args.n, seed=1, max_tokens=task.max_tokens)
-        results[name], records = pick_accuracy(pool, prompts, references, selectors, grader)
+        pool = sample_candidates(model, contexts, args.n, seed=1, max_tokens=task.max_tokens)
+        results[name], records = pick_accuracy(pool, contexts, references, selectors, grader)
         with (args.out / f"candidates-{name.replace(' ', '-')}.jsonl").open("w", encoding="utf-8") as out:
             out.writelines(json.dumps(record) + "\n" for record in records)
     grader.close()
@@ -312,6 +343,7 @@ def main() -> None:
         "task": args.task,
         "grpo_steps": None if args.policy else args.steps,
         "beta": None if args.policy else args.beta,
+        "score_temperature": args.score_temperature,
         "training_seconds": None if args.policy else round(trained_in),
         "held_out_prompts": len(task.test),
         "draws": args.draws,

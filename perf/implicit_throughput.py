@@ -6,7 +6,9 @@ of its prompt by progress advantage, with two SmolLM2-135M instances (the embedd
 policy and reference - the same weights, which changes nothing about the cost). The baseline,
 in the same process, is the naive loop: for each sample, each model runs a full forward pass
 over prompt + completion and the log-softmax of every position is taken. rewardlab runs each
-prompt once per model and continues every completion from its key-value cache; on a CPU it
+prompt once per model and continues every completion from its key-value cache; prompts scored
+together share their opening too (the few-shot examples run once for all the questions; "each
+alone" scores one question's 8 completions per call, the strict best-of-N case). On a CPU it
 scores one completion at a time (its default there: batching gains nothing on a CPU, and
 padding costs as much as real tokens), in token order, so that solutions which open alike run
 their shared opening once. Two prompt kinds: few-shot (a long shared prefix, the usual
@@ -67,12 +69,16 @@ def naive(models, sets: list[tuple[str, list[str]]]) -> None:
                     logprobs[len(prompt_ids) - 1 : -1].gather(-1, targets.unsqueeze(-1))
 
 
-def rewardlab_scoring(reward, sets: list[tuple[str, list[str]]]) -> None:
+def rewardlab_scoring(reward, sets: list[tuple[str, list[str]]], together: bool = True) -> None:
+    """All prompts' completions in one call (prompts that open alike share their opening), or
+    one call per prompt (each prompt's N completions alone)."""
     from rewardlab import Sample
 
-    samples = [Sample(prompt=prompt, completion=c) for prompt, completions in sets for c in completions]
-    scores = reward.score(samples)
-    assert all(score.ok for score in scores), scores[0].reason
+    calls = [sets] if together else [[one] for one in sets]
+    for call in calls:
+        samples = [Sample(prompt=prompt, completion=c) for prompt, completions in call for c in completions]
+        scores = reward.score(samples)
+        assert all(score.ok for score in scores), scores[0].reason
 
 
 def best_time(run, repeats: int) -> float:
@@ -98,18 +104,41 @@ def throughput(questions: int, repeats: int) -> None:
     reward = ProgressAdvantageReward(policy=policy, reference=reference)
     tokenizer = policy.tokenizer
     print(f"best-of-8 for {questions} questions, two SmolLM2-135M models, CPU")
-    print(f"{'prompts':<26} {'naive tok/s':>12} {'rewardlab tok/s':>16} {'speed-up':>9}")
+    print(
+        f"{'prompts':<32} {'naive tok/s':>12} {'rewardlab tok/s':>16} {'speed-up':>9} "
+        f"{'token-count bound':>18}"
+    )
     for label, few_shot in (("few-shot", True), ("question only", False)):
         sets = best_of_n_sets(questions, few_shot)
-        prompt_tokens = sum(len(tokenizer(prompt)["input_ids"]) for prompt, _ in sets) // len(sets)
-        tokens = sum(len(tokenizer(c, add_special_tokens=False)["input_ids"]) for _, cs in sets for c in cs)
+        prompt_lengths = [len(tokenizer(prompt)["input_ids"]) for prompt, _ in sets]
+        lengths = [[len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c in cs] for _, cs in sets]
+        tokens = sum(map(sum, lengths))
+        naive_fed = sum(p * len(ls) + sum(ls) for p, ls in zip(prompt_lengths, lengths, strict=True))
         rewardlab_scoring(reward, [(sets[0][0], sets[0][1][:2])])  # warm up
         slow = best_time(lambda sets=sets: naive((policy, reference), sets), repeats)
-        fast = best_time(lambda sets=sets: rewardlab_scoring(reward, sets), repeats)
-        print(
-            f"{label + f' (~{prompt_tokens} tok)':<26} {tokens / slow:>12.0f} "
-            f"{tokens / fast:>16.0f} {slow / fast:>8.2f}x   ({tokens} completion tokens)"
-        )
+        ways = [("", True)] + ([(", each alone", False)] if few_shot else [])
+        for way, together in ways:  # alone: the few-shot examples are not shared across prompts
+            fed = tokens_fed(policy.model, lambda sets=sets, t=together: rewardlab_scoring(reward, sets, t))
+            fast = best_time(lambda sets=sets, t=together: rewardlab_scoring(reward, sets, t), repeats)
+            name = f"{label} (~{sum(prompt_lengths) // len(sets)} tok){way}"
+            print(
+                f"{name:<32} {tokens / slow:>12.0f} {tokens / fast:>16.0f} {slow / fast:>8.2f}x "
+                f"{naive_fed / fed:>17.2f}x   ({tokens} completion tokens)"
+            )
+    print("token-count bound: tokens through each model, naive loop / rewardlab (attention aside)")
+
+
+def tokens_fed(model, run) -> int:
+    """How many tokens ``run`` feeds through ``model``'s body."""
+    fed = []
+    hook = model.model.register_forward_pre_hook(
+        lambda module, args, kwargs: fed.append(kwargs["input_ids"].numel()), with_kwargs=True
+    )
+    try:
+        run()
+    finally:
+        hook.remove()
+    return sum(fed)
 
 
 MEMORY_PROBE = """

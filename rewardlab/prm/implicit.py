@@ -47,6 +47,10 @@ class LogRatioStepReward(Reward):
         reference: The model it was tuned from (default: ``embedded``).
         beta: The scale of the log-ratio (the KL coefficient the policy was trained with, for
             the implicit PRM; 1 gives plain log-ratios).
+        temperature: The sampling temperature the policy was tuned at; both models' logits are
+            divided by it. TRL's GRPO computes the policy's and the reference's log-probs at its
+            ``temperature`` (default 1.0; the KL penalty too), so the distributions RL
+            regularised - whose log-ratio the methods read as an advantage - are those.
         aggregate: How step values fold into one value.
         how, pattern, max_steps, steps_field, chat_template: Step finding (`StepOptions`).
         max_tokens: Most prompt + completion tokens read (default: the models' context length).
@@ -66,6 +70,7 @@ class LogRatioStepReward(Reward):
         policy: ModelSpec,
         reference: ModelSpec = EMBEDDED,
         beta: float = 1.0,
+        temperature: float = 1.0,
         aggregate: Aggregate = "mean",
         how: str = "auto",
         pattern: str | None = None,
@@ -92,7 +97,9 @@ class LogRatioStepReward(Reward):
         if not (isinstance(beta, int | float) and math.isfinite(beta) and beta > 0):
             raise ValueError(f"beta must be a positive number, got {beta!r}")
         self.policy_spec, self.reference_spec = policy, reference
-        self.beta = float(beta)
+        if not (isinstance(temperature, int | float) and math.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+        self.beta, self.temperature = float(beta), float(temperature)
         self.aggregate = aggregate
         self.steps = StepOptions(how, pattern, max_steps, steps_field, chat_template)  # type: ignore[arg-type]
         self.max_tokens = max_tokens
@@ -121,8 +128,8 @@ class LogRatioStepReward(Reward):
                 self._models = (
                     policy,
                     reference,
-                    TokenLogprobScorer(policy.model, self.budget),
-                    TokenLogprobScorer(reference.model, self.budget),
+                    TokenLogprobScorer(policy.model, self.budget, self.temperature),
+                    TokenLogprobScorer(reference.model, self.budget, self.temperature),
                 )
             return self._models
 
@@ -144,11 +151,9 @@ class LogRatioStepReward(Reward):
                 scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
                 continue
             groups[tokenized.prompt_ids].append((index, tokenized))
+        runnable: list[tuple[tuple[int, ...], list[list[int]]]] = []
         for prompt_ids, members in groups.items():
             room = limit - len(prompt_ids) if limit else None
-            completions = [
-                t.completion_ids[:room] if room is not None else t.completion_ids for _, t in members
-            ]
             if room is not None and room < 1:
                 for index, _ in members:
                     scores[index] = Score.failure(
@@ -157,18 +162,25 @@ class LogRatioStepReward(Reward):
                         f"{limit} the models read",
                     )
                 continue
-            try:
-                policy_lp = policy_scorer.completion_logprobs(prompt_ids, completions)
-                reference_lp = reference_scorer.completion_logprobs(prompt_ids, completions)
-            except Exception as error:  # noqa: BLE001 - a model failure (memory, device) fails its group, not the batch
+            completions = [
+                t.completion_ids[:room] if room is not None else t.completion_ids for _, t in members
+            ]
+            runnable.append((prompt_ids, completions))
+        policy_lp = policy_scorer.grouped_logprobs(runnable)
+        reference_lp = reference_scorer.grouped_logprobs(runnable)
+        for (prompt_ids, _), mine, theirs in zip(runnable, policy_lp, reference_lp, strict=True):
+            members = groups[prompt_ids]
+            failure = next((result for result in (mine, theirs) if isinstance(result, Exception)), None)
+            if failure is not None:  # a model failure (memory, device) fails its group, not the batch
                 for index, _ in members:
                     reason = (
-                        f"{samples[index].label(index)}: the models failed: {type(error).__name__}: {error}"
+                        f"{samples[index].label(index)}: the models failed: "
+                        f"{type(failure).__name__}: {failure}"
                     )
                     scores[index] = Score.failure(Status.ERROR, reason)
                 continue
-            for (index, tokenized), mine, theirs in zip(members, policy_lp, reference_lp, strict=True):
-                scores[index] = self._score(samples[index].label(index), tokenized, mine, theirs)
+            for (index, tokenized), own, ref in zip(members, mine, theirs, strict=True):
+                scores[index] = self._score(samples[index].label(index), tokenized, own, ref)
         return [score for score in scores if score is not None]
 
     def _score(

@@ -5,13 +5,15 @@ cache (best-of-N scores N completions of one prompt); completions go in batches 
 length under a token budget. Scored one at a time (the CPU default, where batching gains
 nothing), completions go in token order, each continuing from the cache of the one before cut
 back to the opening they share: completions sampled from one policy often open alike, and a
-shared opening runs once. What keeps memory bounded: the model's body runs over a batch at
-once (its hidden states are small), but the output head - ``length x vocabulary`` logits, 3 GB
-in float32 for 16k tokens of a 49k vocabulary - runs over ``chunk_tokens`` positions at a time,
-each chunk reduced to the log-probabilities of the actual tokens before the next; a sequence
-longer than ``body_tokens`` also runs through the body in pieces, through the cache. Models whose
-head does more than a projection (logit soft-capping or scaling; checked, not assumed) run
-whole, in chunks.
+shared opening runs once. Prompts scored together (`TokenLogprobScorer.grouped_logprobs`) go in
+token order the same way: few-shot examples or a system prompt run once for all of them.
+
+What keeps memory bounded: the model's body runs over a batch at once (its hidden states are
+small), but the output head - ``length x vocabulary`` logits, 3 GB in float32 for 16k tokens of
+a 49k vocabulary - runs over ``chunk_tokens`` positions at a time, each chunk reduced to the
+log-probabilities of the actual tokens before the next; a sequence longer than ``body_tokens``
+also runs through the body in pieces, through the cache. Models whose head does more than a
+projection (logit soft-capping or scaling; checked, not assumed) run whole, in chunks.
 
 Right padding needs no attention mask: under causal attention no real token sees the padding
 that follows it, and the padding's own outputs are dropped.
@@ -19,6 +21,7 @@ that follows it, and the padding's own outputs are dropped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,14 +63,19 @@ class TokenLogprobScorer:
     Args:
         model: A transformers causal LM (in eval mode on its device).
         budget: `ScoringBudget`.
+        temperature: The logits are divided by it before the softmax: the log-probabilities of
+            the distribution sampled at that temperature (1: the model's own).
 
     Calls hold a lock: a transformers model is not safe to run from several threads at once.
     """
 
-    def __init__(self, model: Any, budget: ScoringBudget | None = None):
+    def __init__(self, model: Any, budget: ScoringBudget | None = None, temperature: float = 1.0):
+        if not (math.isfinite(temperature) and temperature > 0):
+            raise ValueError(f"temperature must be a positive number, got {temperature!r}")
         self.torch = require("torch", "step rewards from model log-probabilities")
         self.model = model
         self.budget = budget or ScoringBudget()
+        self.temperature = float(temperature)
         self.device = next(model.parameters()).device
         self.body, self.head = model.base_model, model.get_output_embeddings()
         self._lock = model_lock(model)
@@ -88,39 +96,75 @@ class TokenLogprobScorer:
     ) -> list[list[float]]:
         """For one prompt (token ids, at least one) and its completions (token ids), each
         completion's per-token log-probabilities."""
+        (result,) = self.grouped_logprobs([(prompt_ids, completions)])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def grouped_logprobs(
+        self, groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]]
+    ) -> list[list[list[float]] | Exception]:
+        """`completion_logprobs` for many prompts, each with its completions. The prompts go in
+        token order, each continuing from the cache of the one before cut back to the opening
+        they share, so that what prompts share (few-shot examples, a system prompt) runs once.
+        A group that fails (an empty prompt, memory, the device) holds its exception in its
+        place; the others are scored."""
+        results: list[list[list[float]] | Exception] = [[] for _ in groups]
+        before: _PromptCache | None = None
+        with self._lock, self.torch.inference_mode():
+            for index in sorted(range(len(groups)), key=lambda i: list(groups[i][0])):
+                prompt_ids, completions = groups[index]
+                try:
+                    results[index], before = self._group(list(prompt_ids), completions, before)
+                except Exception as error:  # noqa: BLE001 - one group's failure is reported in its place
+                    results[index], before = error, None
+        return results
+
+    def _group(
+        self, prompt_ids: list[int], completions: Sequence[Sequence[int]], before: _PromptCache | None
+    ) -> tuple[list[list[float]], _PromptCache | None]:
+        """One prompt's completions' log-probabilities, and the prompt's cache for the next
+        prompt to start from (None when it cannot be cut back)."""
         if not prompt_ids:
             raise ValueError("the prompt has no tokens; a completion's first token needs context")
         results: list[list[float]] = [[] for _ in completions]
         scored = [i for i, ids in enumerate(completions) if ids]
-        with self._lock, self.torch.inference_mode():
-            prompt_cache, last_logits = self._prompt(list(prompt_ids))
-            lengths = {i: len(completions[i]) for i in scored}
-            budget = self.budget
-            batches = length_batches(lengths, budget.batch_tokens, budget.max_padding)
-            if all(len(batch) == 1 for batch in batches) and _can_cut_back(prompt_cache):
-                rows = {i: list(completions[i]) for i in scored}
-                for index, values in self._one_at_a_time(prompt_cache, last_logits, rows).items():
-                    results[index] = values
-                return results
-            for batch in batches:
-                rows = [list(completions[i]) for i in batch]
-                cache = _copy_cache(prompt_cache, len(rows))
-                previous = last_logits.expand(len(rows), -1)
-                logprobs, _ = self._extend(cache, previous, rows)
-                for index, values in zip(batch, logprobs, strict=True):
-                    results[index] = values
-        return results
+        prompt_cache, last_logits = self._prompt(prompt_ids, before)
+        carried = _PromptCache(prompt_ids, prompt_cache) if _can_cut_back(prompt_cache) else None
+        lengths = {i: len(completions[i]) for i in scored}
+        budget = self.budget
+        batches = length_batches(lengths, budget.batch_tokens, budget.max_padding)
+        if all(len(batch) == 1 for batch in batches) and carried is not None:
+            rows = {i: list(completions[i]) for i in scored}
+            for index, values in self._one_at_a_time(prompt_cache, last_logits, rows).items():
+                results[index] = values
+            return results, carried
+        for batch in batches:
+            rows = [list(completions[i]) for i in batch]
+            cache = _copy_cache(prompt_cache, len(rows))
+            previous = last_logits.expand(len(rows), -1)
+            logprobs, _ = self._extend(cache, previous, rows)
+            for index, values in zip(batch, logprobs, strict=True):
+                results[index] = values
+        return results, carried
 
-    def _prompt(self, ids: list[int]) -> tuple[Any, Any]:
+    def _prompt(self, ids: list[int], before: _PromptCache | None) -> tuple[Any, Any]:
         """The prompt's key-value cache and the logits after its last token, ``body_tokens``
-        positions at a time (only the last position's logits are made)."""
+        positions at a time (only the last position's logits are made). It continues from the
+        cache of the prompt ``before`` cut back to the opening the two share (its last token
+        runs again when it is all shared, for its logits)."""
         torch = self.torch
-        cache = None
+        cache, start = None, 0
+        if before is not None:
+            start = min(_shared_opening(before.ids, ids), len(ids) - 1)
+            if start:
+                cache = before.cache
+                _cut_back(cache, start)
         logits = None
-        for start in range(0, len(ids), self.budget.body_tokens):
-            chunk = torch.tensor([ids[start : start + self.budget.body_tokens]], device=self.device)
+        for offset in range(start, len(ids), self.budget.body_tokens):
+            chunk = torch.tensor([ids[offset : offset + self.budget.body_tokens]], device=self.device)
             out = self.model(input_ids=chunk, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            cache, logits = out.past_key_values, out.logits[:, -1].float()
+            cache, logits = out.past_key_values, self._scaled(out.logits[:, -1])
         return cache, logits
 
     def _one_at_a_time(
@@ -141,9 +185,7 @@ class TokenLogprobScorer:
                 results[index] = before_values[:shared]
                 continue
             kept = max(shared - 1, 0)
-            surplus = cache.get_seq_length() - prompt_length - kept
-            if surplus:
-                cache.crop(-surplus)
+            _cut_back(cache, prompt_length + kept)
             if shared:
                 logprobs, cache = self._extend(cache, None, [row[kept:]])
                 values = before_values[:shared] + logprobs[0]
@@ -180,7 +222,7 @@ class TokenLogprobScorer:
                 previous = self._head_chunks(out.last_hidden_state, chunk, previous, pieces)
             else:
                 out = self.model(**inputs)
-                previous = _target_logprobs(previous, out.logits.float(), chunk, pieces)
+                previous = _target_logprobs(previous, self._scaled(out.logits), chunk, pieces)
             cache = out.past_key_values
         logprobs = torch.cat(pieces, dim=1).tolist()
         return [values[: len(row) - omitted] for values, row in zip(logprobs, rows, strict=True)], cache
@@ -191,9 +233,14 @@ class TokenLogprobScorer:
         (they predict the next token)."""
         width = max(1, self.budget.chunk_tokens // hidden.shape[0])
         for start in range(0, hidden.shape[1], width):
-            logits = self.head(hidden[:, start : start + width]).float()
+            logits = self._scaled(self.head(hidden[:, start : start + width]))
             previous = _target_logprobs(previous, logits, targets[:, start : start + width], pieces)
         return previous
+
+    def _scaled(self, logits: Any) -> Any:
+        """``logits`` in float32, divided by the temperature."""
+        logits = logits.float()
+        return logits if self.temperature == 1.0 else logits / self.temperature
 
 
 def _target_logprobs(previous: Any, logits: Any, targets: Any, pieces: list[Any]) -> Any:
@@ -220,6 +267,21 @@ def _shared_opening(first: Sequence[int], second: Sequence[int]) -> int:
             break
         shared += 1
     return shared
+
+
+@dataclass(frozen=True, slots=True)
+class _PromptCache:
+    """A prompt's token ids and its key-value cache (possibly grown past the prompt since)."""
+
+    ids: list[int]
+    cache: Any
+
+
+def _cut_back(cache: Any, length: int) -> None:
+    """Cut ``cache`` back, in place, to its first ``length`` positions."""
+    surplus = cache.get_seq_length() - length
+    if surplus > 0:
+        cache.crop(-surplus)
 
 
 def _can_cut_back(cache: Any) -> bool:

@@ -36,14 +36,14 @@ def pair(tiny_tokenizer):
     )
 
 
-def token_logprobs(loaded, prompt, completion):
+def token_logprobs(loaded, prompt, completion, temperature=1.0):
     import torch
 
     tokenizer = loaded.tokenizer
     prompt_ids = tokenizer(prompt)["input_ids"]
     ids = prompt_ids + tokenizer(completion, add_special_tokens=False)["input_ids"]
     with torch.no_grad():
-        logprobs = torch.log_softmax(loaded.model(torch.tensor([ids])).logits[0], dim=-1)
+        logprobs = torch.log_softmax(loaded.model(torch.tensor([ids])).logits[0] / temperature, dim=-1)
     return [logprobs[position - 1, ids[position]].item() for position in range(len(prompt_ids), len(ids))]
 
 
@@ -69,6 +69,21 @@ def test_progress_advantage_aggregates_then_subtracts(pair, token_aggregate):
     assert score.value == pytest.approx(min(expected), abs=1e-5)
     assert score.details["log_ratio"] == pytest.approx(sum(mine) - sum(theirs), abs=1e-5)
     assert score.details["step_spans"] == [[0, 2], [4, 7], [9, 10]]
+
+
+def test_the_log_ratio_of_the_distributions_sampled_at_a_temperature(pair):
+    """``temperature`` scores both models as TRL's GRPO does at that sampling temperature."""
+    policy, reference = pair
+    mine = token_logprobs(policy, PROMPT, COMPLETION, temperature=0.7)
+    theirs = token_logprobs(reference, PROMPT, COMPLETION, temperature=0.7)
+    expected = [sum(mine[i] - theirs[i] for i in tokens) for tokens in STEP_TOKENS]
+    reward = ProgressAdvantageReward(policy=policy, reference=reference, temperature=0.7)
+    (score,) = reward.score([Sample(prompt=PROMPT, completion=COMPLETION)])
+    assert score.steps == pytest.approx(expected, abs=1e-5)
+    at_one = ProgressAdvantageReward(policy=policy, reference=reference).score(
+        [Sample(prompt=PROMPT, completion=COMPLETION)]
+    )[0]
+    assert at_one.steps != pytest.approx(expected, abs=1e-3)
 
 
 @pytest.mark.parametrize(("form", "aggregate"), [("step", "sum"), ("cumulative", "last")])
@@ -166,6 +181,8 @@ def test_models_load_from_folders_and_tokenizers_must_match(pair, tmp_path, tiny
 def test_bad_options_fail_at_build_time():
     with pytest.raises(ValueError, match="beta"):
         ProgressAdvantageReward(policy="p", beta=0)
+    with pytest.raises(ValueError, match="temperature"):
+        ProgressAdvantageReward(policy="p", temperature=-1)
     with pytest.raises(ValueError, match="token_aggregate"):
         ProgressAdvantageReward(policy="p", token_aggregate="max")
     with pytest.raises(ValueError, match="form"):

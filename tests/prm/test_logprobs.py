@@ -22,9 +22,10 @@ def model():
     return LlamaForCausalLM(config).eval()
 
 
-def plain(model, prompt, completion):
+def plain(model, prompt, completion, temperature=1.0):
     with torch.no_grad():
-        logprobs = torch.log_softmax(model(torch.tensor([prompt + completion])).logits[0], dim=-1)
+        logits = model(torch.tensor([prompt + completion])).logits[0]
+        logprobs = torch.log_softmax(logits / temperature, dim=-1)
     return [logprobs[len(prompt) - 1 + j, token].item() for j, token in enumerate(completion)]
 
 
@@ -52,6 +53,24 @@ def test_equal_to_a_plain_forward_pass(model, budget, whole_model):
     assert [len(values) for values in scored] == [5, 50, 1, 0, 23, 23]
     for values, completion in zip(scored, completions, strict=True):
         assert values == pytest.approx(plain(model, prompt, completion), abs=1e-5)
+
+
+@pytest.mark.parametrize("whole_model", [False, True], ids=["split-head", "whole-model"])
+def test_at_a_temperature_the_logits_are_divided_by_it(model, whole_model):
+    """The distribution sampled at temperature T (as TRL's GRPO scores its policy and reference):
+    ``log_softmax(logits / T)``, through the prompt's last logits and the completion's."""
+    rng = random.Random(1)
+    prompt = [rng.randrange(300) for _ in range(20)]
+    completions = [[rng.randrange(300) for _ in range(n)] for n in (9, 4)]
+    scorer = TokenLogprobScorer(model, ScoringBudget(chunk_tokens=3), temperature=0.4)
+    if whole_model:
+        scorer._split = False
+    scored = scorer.completion_logprobs(prompt, completions)
+    for values, completion in zip(scored, completions, strict=True):
+        assert values == pytest.approx(plain(model, prompt, completion, 0.4), abs=1e-5)
+        assert values != pytest.approx(plain(model, prompt, completion), abs=1e-3)
+    with pytest.raises(ValueError, match="temperature"):
+        TokenLogprobScorer(model, temperature=0.0)
 
 
 @pytest.mark.parametrize("whole_model", [False, True], ids=["split-head", "whole-model"])
@@ -88,6 +107,47 @@ def test_completions_that_open_alike_share_their_opening(model, whole_model):
     # opening + tails[0] (7 + 1) and its duplicate (nothing).
     completion_tokens = 12 + 17 + 16 + 4 + 8
     assert sum(fed) - len(prompt) == completion_tokens < sum(len(c) for c in completions)
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [ScoringBudget(batch_tokens=1, chunk_tokens=4, body_tokens=9), ScoringBudget(batch_tokens=64)],
+    ids=["one-at-a-time", "batched"],
+)
+def test_prompts_that_open_alike_share_their_opening(model, budget):
+    """Prompts go in token order, each continuing from the one before cut back to what they
+    share (a prompt all shared runs its last token again, for its logits); a group that fails
+    holds its error in its place and the prompt after it starts afresh."""
+    rng = random.Random(2)
+    shots = [rng.randrange(300) for _ in range(30)]  # few-shot examples, say
+    questions = [[rng.randrange(300) for _ in range(n)] for n in (4, 6)]
+    groups = [
+        (shots + questions[1], [[1, 2, 3], [4, 5]]),
+        (shots + questions[0], [[6, 7]]),
+        ([], [[8]]),  # fails: no prompt
+        (shots, [[9, 10, 11, 12]]),  # a prefix of the others
+        (questions[0], [[13]]),
+        (shots + questions[0], [[14]]),  # the same prompt again: its last token runs again
+    ]
+    scorer = TokenLogprobScorer(model, budget)
+    fed = []
+    hook = model.model.register_forward_pre_hook(
+        lambda module, args, kwargs: fed.append(kwargs["input_ids"].numel()), with_kwargs=True
+    )
+    try:
+        results = scorer.grouped_logprobs(groups)
+    finally:
+        hook.remove()
+    assert isinstance(results[2], ValueError)
+    for (prompt, completions), scored in zip(groups, results, strict=True):
+        if prompt:
+            assert scored == [pytest.approx(plain(model, prompt, c), abs=1e-5) for c in completions]
+    # Prompt tokens run: the shots once (30, sorted before the prompts they open), what each
+    # adds to them - questions[0] (4), questions[1] (6), the repeated prompt's last token (1) -
+    # and questions[0] alone (4: it shares nothing); the empty prompt fails before running.
+    prompt_tokens = 30 + 4 + 6 + 1 + 4
+    completion_tokens = 4 + 2 + 1 + 5 + 1
+    assert sum(fed) == prompt_tokens + completion_tokens < sum(len(p) for p, _ in groups) + completion_tokens
 
 
 def test_a_prompt_needs_a_token(model):

@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import functools
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,13 @@ from rewardlab.rewards.process_pool import (
 
 Started = CasVerdict | tuple[Status, str] | concurrent.futures.Future
 _VERDICT_CACHE_SIZE = 65536
+#: Plain numbers joined by +, -, times or cdot, nothing else: "17 - 7", "(9+1)", "6 \\times 7"
+#: (not "3 \\times 10^5", nor "\\frac{100 \\cdot 101}{2}": they are compared by value).
+_NUMBER = r"[-+\u2212]?\d[\d,]*(?:\.\d+)?"
+_UNDONE_ARITHMETIC = re.compile(
+    rf"\(?{_NUMBER}(?:\s*(?:[-+*\u2212\u00d7\u00b7]|\\times|\\cdot)\s*{_NUMBER})+\)?"
+)
+_PLAIN_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +66,8 @@ def _parsed(text: str, choice_expected: bool) -> Answer | _Unparsed:
 def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     """(verdict or None when unsure, reason) from the fast path alone; raises `InvalidAnswer`
     for an answer too large to verify."""
+    if _arithmetic_left_undone(gold, prediction):
+        return False, f"{prediction!r} is arithmetic left undone, not a value"
     choice_expected = is_choice_letter(normalize(gold).text)
     gold_answer = _parsed(gold, choice_expected)
     predicted = _parsed(prediction, choice_expected)
@@ -71,6 +81,19 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     if isinstance(predicted, Hedged) and not verdict:
         return False, "the answer hedges between several values, or contradicts itself"
     return verdict, None
+
+
+def _arithmetic_left_undone(gold: str, prediction: str) -> bool:
+    """Whether a plain number is answered by a computation on numbers not carried out ("17 - 7"
+    for 10). Equal in value, it restates the question rather than answering it: a policy under
+    RL was seen to learn exactly this, echoing "The answer is 17 - 7." for "What is 17 - 7?".
+    Only an answer made of nothing but plain numbers and those operators counts (see
+    ``_UNDONE_ARITHMETIC``); an equation ("17 - 7 = 10") states its value and is compared."""
+    answer = prediction.strip().strip("$").strip().rstrip(".").strip()
+    return (
+        _PLAIN_NUMBER.fullmatch(normalize(gold).text) is not None
+        and _UNDONE_ARITHMETIC.fullmatch(answer) is not None
+    )
 
 
 class MathAnswerReward(Reward):

@@ -156,6 +156,14 @@ def test_built_from_config():
         ("2", "\\boxed{2}\n\n\\boxed{\\phantom{a}3\\phantom{b}}"),
         ("3,10", r"\boxed{3.1}"),  # a list of two is not a decimal
         ("3", "The solutions are $x=2$ or $x=3$."),
+        # Arithmetic left undone: the question's own expression echoed back (a GRPO policy
+        # learned "The answer is 17 - 7." for "What is 17 - 7?").
+        ("10", "The answer is 17 - 7."),
+        ("10", r"\boxed{(9+1)}"),
+        ("42", r"The answer is $6 \times 7$."),
+        ("10", "x = 2 \\cdot 5"),
+        ("2", "The answer is -3 + 5"),
+        ("10", "The answer is 17 \u2212 7"),
     ],
 )
 def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, completion):
@@ -174,6 +182,11 @@ def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, c
         ("3", r"\boxed{3 \text{ (approximately)}}"),
         ("300", r"\boxed{3 \text{ hundred}}"),
         ("2", r"\boxed{7 - 5 = 2}"),
+        ("300000", r"\boxed{3 \times 10^5}"),  # scientific notation, not arithmetic left undone
+        ("5050", r"\boxed{\frac{100 \cdot 101}{2}}"),
+        ("8", r"\boxed{2^3}"),
+        ("-7", "The answer is -7."),
+        ("2+3i", "The answer is 2 + 3i."),
         ("60", r"\boxed{60\%}"),
         ("0.5", r"\boxed{50\%}"),
         (r"(-\infty, 2) \cup (3, \infty)", r"\boxed{x<2 \text{ or } x>3}"),
