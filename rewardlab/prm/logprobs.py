@@ -1,4 +1,4 @@
-"""Token log-probabilities of completions under a causal LM, for many completions of one prompt.
+"""Token log-probabilities of completions under a causal LM, for many completions of each prompt.
 
 What makes it fast: the prompt runs once and every completion continues from its key-value
 cache (best-of-N scores N completions of one prompt); completions go in batches of similar
@@ -96,10 +96,9 @@ class TokenLogprobScorer:
     ) -> list[list[float]]:
         """For one prompt (token ids, at least one) and its completions (token ids), each
         completion's per-token log-probabilities."""
-        (result,) = self.grouped_logprobs([(prompt_ids, completions)])
-        if isinstance(result, Exception):
-            raise result
-        return result
+        with self._lock, self.torch.inference_mode():
+            results, _ = self._group(list(prompt_ids), completions, None)
+        return results
 
     def grouped_logprobs(
         self, groups: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]]
@@ -108,16 +107,19 @@ class TokenLogprobScorer:
         token order, each continuing from the cache of the one before cut back to the opening
         they share, so that what prompts share (few-shot examples, a system prompt) runs once.
         A group that fails (an empty prompt, memory, the device) holds its exception in its
-        place; the others are scored."""
+        place, without its traceback (whose frames would keep the failed pass's tensors alive);
+        the others are scored."""
         results: list[list[list[float]] | Exception] = [[] for _ in groups]
         before: _PromptCache | None = None
         with self._lock, self.torch.inference_mode():
             for index in sorted(range(len(groups)), key=lambda i: list(groups[i][0])):
-                prompt_ids, completions = groups[index]
+                prompt_ids = list(groups[index][0])
+                if before is not None and not _shared_opening(before.ids, prompt_ids):
+                    before = None  # nothing to reuse: let the old cache go before the new one is made
                 try:
-                    results[index], before = self._group(list(prompt_ids), completions, before)
+                    results[index], before = self._group(prompt_ids, groups[index][1], before)
                 except Exception as error:  # noqa: BLE001 - one group's failure is reported in its place
-                    results[index], before = error, None
+                    results[index], before = error.with_traceback(None), None
         return results
 
     def _group(

@@ -35,13 +35,15 @@ from rewardlab.rewards.process_pool import (
 
 Started = CasVerdict | tuple[Status, str] | concurrent.futures.Future
 _VERDICT_CACHE_SIZE = 65536
-#: Plain numbers joined by +, -, times or cdot, nothing else: "17 - 7", "(9+1)", "6 \\times 7"
-#: (not "3 \\times 10^5", nor "\\frac{100 \\cdot 101}{2}": they are compared by value).
-_NUMBER = r"[-+\u2212]?\d[\d,]*(?:\.\d+)?"
-_UNDONE_ARITHMETIC = re.compile(
-    rf"\(?{_NUMBER}(?:\s*(?:[-+*\u2212\u00d7\u00b7]|\\times|\\cdot)\s*{_NUMBER})+\)?"
-)
-_PLAIN_NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
+#: Plain numbers (thousands separated or not, each maybe in brackets) joined by +, -, *, times,
+#: cdot or div and nothing else: "17 - 7", "(9+1)", "6 \\times 7", "2 \\times (3+2)". Not
+#: "3 \\times 10^5" nor "\\frac{100 \\cdot 101}{2}" (compared by value), nor "1/2" (a fraction).
+_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+_OPERAND = rf"[({{]*{_NUMBER}[)}}]*"
+_OPERATOR = r"(?:[-+*\u2212\u2013\u00d7\u00b7\u00f7]|\\times|\\cdot|\\div)"
+_UNDONE_ARITHMETIC = re.compile(rf"{_OPERAND}(?:\s*{_OPERATOR}\s*{_OPERAND})+")
+#: A normalized gold that is one number (normalizing drops thousands separators).
+_PLAIN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +91,9 @@ def _arithmetic_left_undone(gold: str, prediction: str) -> bool:
     RL was seen to learn exactly this, echoing "The answer is 17 - 7." for "What is 17 - 7?".
     Only an answer made of nothing but plain numbers and those operators counts (see
     ``_UNDONE_ARITHMETIC``); an equation ("17 - 7 = 10") states its value and is compared."""
-    answer = prediction.strip().strip("$").strip().rstrip(".").strip()
     return (
         _PLAIN_NUMBER.fullmatch(normalize(gold).text) is not None
-        and _UNDONE_ARITHMETIC.fullmatch(answer) is not None
+        and _UNDONE_ARITHMETIC.fullmatch(normalize(prediction).text) is not None
     )
 
 

@@ -164,6 +164,9 @@ def test_built_from_config():
         ("10", "x = 2 \\cdot 5"),
         ("2", "The answer is -3 + 5"),
         ("10", "The answer is 17 \u2212 7"),
+        ("10", r"The answer is $\left(9+1\right)$."),
+        ("10", r"The answer is $17\,-\,7$."),
+        ("10", r"\boxed{20 \div 2}"),
     ],
 )
 def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, completion):
@@ -187,6 +190,8 @@ def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, c
         ("8", r"\boxed{2^3}"),
         ("-7", "The answer is -7."),
         ("2+3i", "The answer is 2 + 3i."),
+        ("-2,1", r"\boxed{1, -2}"),  # a list of solutions, not 1 minus 2
+        ("2000", r"\boxed{2,000}"),
         ("60", r"\boxed{60\%}"),
         ("0.5", r"\boxed{50\%}"),
         (r"(-\infty, 2) \cup (3, \infty)", r"\boxed{x<2 \text{ or } x>3}"),
