@@ -344,6 +344,7 @@ def main() -> None:
         "grpo_steps": None if args.policy else args.steps,
         "beta": None if args.policy else args.beta,
         "score_temperature": args.score_temperature,
+        "prefixed_candidates": args.prefixed_candidates,
         "training_seconds": None if args.policy else round(trained_in),
         "held_out_prompts": len(task.test),
         "draws": args.draws,

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardlab.prm.logprobs import ScoringBudget, TokenLogprobScorer
+from rewardlab.prm.logprobs import ScoringBudget, TokenLogprobScorer, positive_number
 from rewardlab.prm.models import EMBEDDED, LoadedModel, check_same_tokenizer, load_model
 from rewardlab.prm.trajectory import StepOptions, TokenizedTrajectory, tokenize_sample
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
@@ -94,12 +94,9 @@ class LogRatioStepReward(Reward):
             )
         if max_tokens is not None and max_tokens < 1:
             raise ValueError(f"max_tokens must be positive, got {max_tokens!r}")
-        if not (isinstance(beta, int | float) and math.isfinite(beta) and beta > 0):
-            raise ValueError(f"beta must be a positive number, got {beta!r}")
         self.policy_spec, self.reference_spec = policy, reference
-        if not (isinstance(temperature, int | float) and math.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be a positive number, got {temperature!r}")
-        self.beta, self.temperature = float(beta), float(temperature)
+        self.beta = positive_number("beta", beta)
+        self.temperature = positive_number("temperature", temperature)
         self.aggregate = aggregate
         self.steps = StepOptions(how, pattern, max_steps, steps_field, chat_template)  # type: ignore[arg-type]
         self.max_tokens = max_tokens

@@ -31,6 +31,14 @@ from rewardlab.prm.batching import check_max_padding, length_batches
 from rewardlab.prm.models import model_lock
 
 
+def positive_number(name: str, value: Any) -> float:
+    """``value`` as a float if it is a finite positive number; a `ValueError` naming ``name``
+    otherwise (checked when a reward is built, not at its first batch)."""
+    if isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
 @dataclass(frozen=True, slots=True)
 class ScoringBudget:
     """How much one forward pass may hold.
@@ -70,12 +78,10 @@ class TokenLogprobScorer:
     """
 
     def __init__(self, model: Any, budget: ScoringBudget | None = None, temperature: float = 1.0):
-        if not (math.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+        self.temperature = positive_number("temperature", temperature)
         self.torch = require("torch", "step rewards from model log-probabilities")
         self.model = model
         self.budget = budget or ScoringBudget()
-        self.temperature = float(temperature)
         self.device = next(model.parameters()).device
         self.body, self.head = model.base_model, model.get_output_embeddings()
         self._lock = model_lock(model)

@@ -183,6 +183,8 @@ def test_bad_options_fail_at_build_time():
         ProgressAdvantageReward(policy="p", beta=0)
     with pytest.raises(ValueError, match="temperature"):
         ProgressAdvantageReward(policy="p", temperature=-1)
+    with pytest.raises(ValueError, match="temperature"):
+        ProgressAdvantageReward(policy="p", temperature="hot")
     with pytest.raises(ValueError, match="token_aggregate"):
         ProgressAdvantageReward(policy="p", token_aggregate="max")
     with pytest.raises(ValueError, match="form"):

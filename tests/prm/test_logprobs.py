@@ -29,6 +29,18 @@ def plain(model, prompt, completion, temperature=1.0):
     return [logprobs[len(prompt) - 1 + j, token].item() for j, token in enumerate(completion)]
 
 
+def run_counting_tokens(model, run):
+    """``run()``'s result and how many tokens it fed through ``model``'s body."""
+    fed = []
+    hook = model.model.register_forward_pre_hook(
+        lambda module, args, kwargs: fed.append(kwargs["input_ids"].numel()), with_kwargs=True
+    )
+    try:
+        return run(), sum(fed)
+    finally:
+        hook.remove()
+
+
 BUDGETS = [
     ScoringBudget(),
     ScoringBudget(batch_tokens=60, chunk_tokens=7),
@@ -92,21 +104,14 @@ def test_completions_that_open_alike_share_their_opening(model, whole_model):
     scorer = TokenLogprobScorer(model, ScoringBudget(batch_tokens=1, chunk_tokens=4, body_tokens=9))
     if whole_model:
         scorer._split = False
-    fed = []
-    hook = model.model.register_forward_pre_hook(
-        lambda module, args, kwargs: fed.append(kwargs["input_ids"].numel()), with_kwargs=True
-    )
-    try:
-        scored = scorer.completion_logprobs(prompt, completions)
-    finally:
-        hook.remove()
+    scored, fed = run_counting_tokens(model, lambda: scorer.completion_logprobs(prompt, completions))
     for values, completion in zip(scored, completions, strict=True):
         assert values == pytest.approx(plain(model, prompt, completion), abs=1e-5)
     # In token order (the seed's): tails[2] (12 tokens), opening[:5] + tails[2] (17: it shares
     # nothing with tails[2]), the opening (15 new + the fifth again), opening + tails[1] (3 + 1),
     # opening + tails[0] (7 + 1) and its duplicate (nothing).
     completion_tokens = 12 + 17 + 16 + 4 + 8
-    assert sum(fed) - len(prompt) == completion_tokens < sum(len(c) for c in completions)
+    assert fed - len(prompt) == completion_tokens < sum(len(c) for c in completions)
 
 
 @pytest.mark.parametrize(
@@ -130,14 +135,7 @@ def test_prompts_that_open_alike_share_their_opening(model, budget):
         (shots + questions[0], [[14]]),  # the same prompt again: its last token runs again
     ]
     scorer = TokenLogprobScorer(model, budget)
-    fed = []
-    hook = model.model.register_forward_pre_hook(
-        lambda module, args, kwargs: fed.append(kwargs["input_ids"].numel()), with_kwargs=True
-    )
-    try:
-        results = scorer.grouped_logprobs(groups)
-    finally:
-        hook.remove()
+    results, fed = run_counting_tokens(model, lambda: scorer.grouped_logprobs(groups))
     assert isinstance(results[2], ValueError)
     for (prompt, completions), scored in zip(groups, results, strict=True):
         if prompt:
@@ -147,7 +145,7 @@ def test_prompts_that_open_alike_share_their_opening(model, budget):
     # and questions[0] alone (4: it shares nothing); the empty prompt fails before running.
     prompt_tokens = 30 + 4 + 6 + 1 + 4
     completion_tokens = 4 + 2 + 1 + 5 + 1
-    assert sum(fed) == prompt_tokens + completion_tokens < sum(len(p) for p, _ in groups) + completion_tokens
+    assert fed == prompt_tokens + completion_tokens < sum(len(p) for p, _ in groups) + completion_tokens
 
 
 def test_a_prompt_needs_a_token(model):
