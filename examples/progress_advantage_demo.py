@@ -2,10 +2,14 @@
 tuned policy and the original pick among candidates.
 
 1. A short GRPO run (TRL, on the CPU, KL coefficient ``--beta``) tunes SmolLM2-135M-Instruct
-   (the embedded model), rewarded by rewardlab's ``math_answer`` through the TRL adapter, on
-   one of three tasks:
-   - ``addition``: single-digit addition answered freely ("Answer with only the number."); a
-     third of the 81 digit pairs (27) are held out of training;
+   (the embedded model), rewarded by a rewardlab reward through the TRL adapter, on one of
+   four tasks:
+   - ``commas`` (the default): "Write one sentence about {topic}. Do not use any commas.",
+     rewarded by ``instruction_following`` (IFEval's ``punctuation:no_comma``); 30 of the 120
+     topics are held out of training. The original model complies about a third of the time,
+     so RL has something to learn, and what it learns is a rule that carries to new topics;
+   - ``addition``: single-digit addition answered freely ("Answer with only the number."),
+     rewarded by ``math_answer``; a third of the 81 digit pairs (27) are held out;
    - ``prefilled``: the same, but in training the policy's answer starts as "The answer is",
      so RL can change only the number that follows, not the wording; candidates are then
      sampled free-form (does what RL taught about the numbers carry to free-form answers?), or
@@ -14,7 +18,7 @@ tuned policy and the original pick among candidates.
      worked examples (``3 + 4 = 7``, ``7 + 2 = 9``, ``The answer is 9.``), rewarded by
      ``math_answer`` plus a small format term; 360 triples to train on, 60 others held out.
 2. For each held-out prompt (``--draws`` times, each a fresh set), the tuned policy samples N
-   candidates; ``math_answer`` grades them.
+   candidates; the task's grader (its reward, or ``math_answer`` alone) marks them right or not.
 3. The original model samples N candidates for the same prompts: a second pool, where the
    tuned policy is a verifier for another model's answers (PRIME's use of the implicit PRM).
 4. In each pool, a candidate is picked by:
@@ -26,28 +30,33 @@ tuned policy and the original pick among candidates.
    at which TRL computes both models' log-probs and its KL term);
    - random choice (its exact expectation: the mean correctness of the N candidates).
    The oracle (any candidate correct, pass@N) bounds them all.
-Every candidate's text, correctness and values go to OUT/candidates-*.jsonl, the accuracies
-to OUT/results.json.
+5. Per pool: each value's AUROC for a right candidate, over all candidates; and progress
+   advantage (sum) against each other selection, set by set - how often only one of the two
+   picked a right candidate, with McNemar's exact p-value.
+Every candidate's text, correctness and values go to OUT/candidates-*.jsonl, the figures to
+OUT/results.json.
 
-Run:  python examples/progress_advantage_demo.py [--task addition|prefilled|chain] [--steps 60]
-          [--beta 0.1] [--n 8] [--draws 3] [--out pa-demo] [--policy DIR]
-          [--prefixed-candidates] [--score-temperature 0.7]
-(addition: about 20 minutes on 2 CPU cores; prefilled: about 15; chain: about 40)
+Run:  python examples/progress_advantage_demo.py [--task commas|addition|prefilled|chain]
+          [--steps 60] [--beta 0.1] [--n 8] [--draws 3] [--seed 0] [--out pa-demo]
+          [--policy DIR] [--prefixed-candidates] [--score-temperature 0.7]
+(commas: about 30 minutes on 2 CPU cores; addition: about 20; prefilled: about 15; chain:
+about 40)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rewardlab import Sample, build
-from rewardlab.prm.applications import best_of_n
+from rewardlab.prm.applications import auroc, best_of_n
 from rewardlab.prm.logprobs import TokenLogprobScorer
 from rewardlab.prm.models import EMBEDDED, LoadedModel, load_model, model_folder
 from rewardlab.rewards.contract import Score
@@ -55,6 +64,8 @@ from rewardlab.rewards.steps import aggregate_steps
 from rewardlab.rewards.trl_adapter import as_reward_func
 
 FOLDS = ("sum", "mean", "min")
+#: The selection the others are compared with, set by set.
+LEADER = "progress advantage (sum)"
 #: The sampling temperature, in GRPO and for the candidates.
 TEMPERATURE = 0.7
 
@@ -84,6 +95,10 @@ class Task:
     answer_prefix: str = ""
     #: Training only: the most tokens of a completion (default ``max_tokens``).
     training_tokens: int | None = None
+    #: What makes a candidate right (value 1).
+    grader: dict[str, Any] = field(default_factory=lambda: {"type": "math_answer"})
+    #: Fields every sample carries (dataset columns in training), e.g. instruction ids.
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 def addition_task(seed: int) -> Task:
@@ -121,14 +136,55 @@ def prefilled_addition_task(seed: int) -> Task:
     )
 
 
+#: Things to write a sentence about: 90 to train on, 30 held out.
+TOPIC_LIST = """
+    the sea, bread, winter, a cat, trains, the moon, coffee, gardens, rain, music, a river,
+    books, mountains, the city, apples, friendship, a dog, the desert, snow, bicycles, a
+    library, the forest, tea, summer, an old house, birds, the wind, a market, clocks, the
+    stars, a bridge, lakes, autumn, a farmer, the sun, cheese, a storm, painting, a
+    lighthouse, bees, the night, soup, a school, horses, islands, candles, a kitchen, the
+    morning, owls, a village, spring, a harbor, honey, a train station, the clouds, flowers, a
+    teacher, boats, the mountains at dawn, a museum, chocolate, fishing, a park, the ocean
+    floor, wolves, a castle, sand, a violin, the harvest, a garden path, frogs, a bakery, the
+    rainforest, kites, a mirror, volcanoes, a quiet street, pianos, the tide, a map, foxes, a
+    picnic, glaciers, a letter, the countryside, whales, a lantern, the seasons, a hat,
+    butterflies, a bus ride, the sky, oranges, a small shop, rivers in spring, a fireplace,
+    the beach, a notebook, cows, the first snow, a hammer, deer, a city at night, the garden
+    in summer, rabbits, a clock tower, a thunderstorm, the harbor at dusk, penguins, a cup of
+    tea, the hills, a puppy, waterfalls, a ship, the library at night, pears, a sunrise, a
+    sunset, squirrels, a meadow
+"""
+TOPICS = tuple(" ".join(topic.split()) for topic in TOPIC_LIST.split(","))
+NO_COMMAS = "Write one sentence about {topic}. Do not use any commas."
+
+
+def commas_task(seed: int) -> Task:
+    """An instruction to follow (IFEval's ``punctuation:no_comma``): one sentence about a topic,
+    without commas; the original model complies a third of the time, and RL learns the rule
+    itself (held-out topics ask it of new sentences)."""
+    topics = list(TOPICS)
+    random.Random(seed).shuffle(topics)
+    rows = [(NO_COMMAS.format(topic=topic), "") for topic in topics]
+    return Task(
+        rows[30:],
+        rows[:30],
+        max_tokens=32,
+        steps="lines",
+        reward={"type": "instruction_following"},
+        grader={"type": "instruction_following"},
+        fields={"instruction_id_list": ["punctuation:no_comma"]},
+    )
+
+
 TASKS = {
     "addition": addition_task,
     "chain": chain_task,
+    "commas": commas_task,
     "prefilled": prefilled_addition_task,
 }
 
 
-def train_policy(task: Task, steps: int, out: Path, beta: float) -> Path:
+def train_policy(task: Task, steps: int, out: Path, beta: float, seed: int) -> Path:
     import trl
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -137,12 +193,12 @@ def train_policy(task: Task, steps: int, out: Path, beta: float) -> Path:
     tokenizer = AutoTokenizer.from_pretrained(folder)
     if task.answer_prefix:  # TRL continues a text prompt as it is
         rows = [
-            {"prompt": chat_text(tokenizer, prompt) + task.answer_prefix, "answer": answer}
+            {"prompt": chat_text(tokenizer, prompt) + task.answer_prefix, "answer": answer, **task.fields}
             for prompt, answer in task.train
         ]
     else:
         rows = [
-            {"prompt": [{"role": "user", "content": prompt}], "answer": answer}
+            {"prompt": [{"role": "user", "content": prompt}], "answer": answer, **task.fields}
             for prompt, answer in task.train
         ]
     config = trl.GRPOConfig(
@@ -159,7 +215,7 @@ def train_policy(task: Task, steps: int, out: Path, beta: float) -> Path:
         logging_steps=10,
         save_strategy="no",
         report_to="none",
-        seed=0,
+        seed=seed,
     )
     reward = build(task.reward)
     trainer = trl.GRPOTrainer(
@@ -167,7 +223,7 @@ def train_policy(task: Task, steps: int, out: Path, beta: float) -> Path:
         processing_class=tokenizer,
         reward_funcs=[as_reward_func(reward)],
         args=config,
-        train_dataset=Dataset.from_list(rows).shuffle(seed=0),
+        train_dataset=Dataset.from_list(rows).shuffle(seed=seed),
     )
     trainer.train()
     for entry in trainer.state.log_history:
@@ -253,15 +309,24 @@ class Selectors:
 
 
 def pick_accuracy(
-    pool: list[list[str]], contexts: list[str], references: list[str], selectors: Selectors, grader: Any
-) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    pool: list[list[str]],
+    contexts: list[str],
+    references: list[str],
+    selectors: Selectors,
+    grader: Any,
+    *,
+    fields: dict[str, Any],
+) -> tuple[dict[str, float], dict[str, list[bool]], list[dict[str, Any]]]:
     """Best-of-N accuracy of each selection over one pool of candidates (continuations of
-    ``contexts``), with random choice (its exact expectation) and the oracle; and a record per
-    candidate (its text, whether it is right, and every selection's value for it)."""
+    ``contexts``), with random choice (its exact expectation) and the oracle; whether each
+    selection's pick was right, per set; and a record per candidate (its text, whether it is
+    right, and every selection's value for it)."""
     picked: dict[str, list[bool]] = defaultdict(list)
     random_choice, oracle, records = [], [], []
     for context, reference, candidates in zip(contexts, references, pool, strict=True):
-        samples = [Sample(prompt=context, completion=c, reference=reference) for c in candidates]
+        samples = [
+            Sample(prompt=context, completion=c, reference=reference, fields=fields) for c in candidates
+        ]
         correct = [s.ok and s.value == 1.0 for s in grader.score(samples)]
         random_choice.append(sum(correct) / len(correct))
         oracle.append(any(correct))
@@ -281,14 +346,43 @@ def pick_accuracy(
     accuracy = {name: sum(hits) / len(hits) for name, hits in picked.items()}
     accuracy["random choice (expected)"] = sum(random_choice) / len(random_choice)
     accuracy["oracle (pass@N)"] = sum(oracle) / len(oracle)
-    return accuracy, records
+    return accuracy, dict(picked), records
+
+
+def head_to_head(picked: dict[str, list[bool]], leader: str) -> dict[str, dict[str, float]]:
+    """``leader`` against each other selection, set by set: how often only one of the two picked
+    a right candidate, and the exact two-sided sign test's p-value for those discordant sets
+    (McNemar's exact test: could the two be equally good?)."""
+    compared = {}
+    for name, hits in picked.items():
+        if name == leader:
+            continue
+        wins = sum(mine and not theirs for mine, theirs in zip(picked[leader], hits, strict=True))
+        losses = sum(theirs and not mine for mine, theirs in zip(picked[leader], hits, strict=True))
+        discordant = wins + losses
+        tail = sum(math.comb(discordant, k) for k in range(min(wins, losses) + 1)) / 2**discordant
+        compared[name] = {
+            "only_leader_right": wins,
+            "only_other_right": losses,
+            "p_value": min(1.0, 2 * tail),
+        }
+    return compared
+
+
+def candidate_auroc(records: list[dict[str, Any]], names: list[str]) -> dict[str, float | None]:
+    """Each selection's value as a score for the candidate being right, over every candidate
+    (None when every candidate is right, or none is)."""
+    right = [record["correct"] for record in records]
+    if all(right) or not any(right):
+        return dict.fromkeys(names)
+    return {name: auroc([record[name] for record in records], right) for name in names}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--task", choices=sorted(TASKS), default="addition")
+    parser.add_argument("--task", choices=sorted(TASKS), default="commas")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--n", type=int, default=8)
     parser.add_argument("--draws", type=int, default=3, help="sets of N candidates per held-out prompt")
@@ -300,6 +394,9 @@ def main() -> None:
         help="the temperature of the log-probabilities every selection reads (default: the "
         "one GRPO trained at, whose distributions its KL term regularises)",
     )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the held-out split, GRPO's seed and the candidates' draws"
+    )
     parser.add_argument("--out", type=Path, default=Path("pa-demo"))
     parser.add_argument(
         "--prefixed-candidates",
@@ -308,10 +405,10 @@ def main() -> None:
     )
     parser.add_argument("--policy", type=Path, help="a tuned policy from an earlier run (skips GRPO)")
     args = parser.parse_args()
-    task = TASKS[args.task](0)
+    task = TASKS[args.task](args.seed)
 
     started = time.perf_counter()
-    policy_folder = args.policy or train_policy(task, args.steps, args.out, args.beta)
+    policy_folder = args.policy or train_policy(task, args.steps, args.out, args.beta, args.seed)
     trained_in = time.perf_counter() - started
 
     policy, original = load_model(policy_folder), load_model(EMBEDDED)
@@ -320,7 +417,7 @@ def main() -> None:
         chat_text(policy.tokenizer, prompt) + prefix for prompt, _ in task.test for _ in range(args.draws)
     ]
     references = [answer for _, answer in task.test for _ in range(args.draws)]
-    grader = build({"type": "math_answer"})
+    grader = build(task.grader)
     progress = build(
         {
             "type": "progress_advantage",
@@ -332,15 +429,20 @@ def main() -> None:
     )
     selectors = Selectors(progress, policy, original, args.score_temperature)
     args.out.mkdir(parents=True, exist_ok=True)
-    results = {}
+    results, aurocs, compared = {}, {}, {}
     for name, model in (("tuned policy", policy), ("original model", original)):
-        pool = sample_candidates(model, contexts, args.n, seed=1, max_tokens=task.max_tokens)
-        results[name], records = pick_accuracy(pool, contexts, references, selectors, grader)
+        pool = sample_candidates(model, contexts, args.n, seed=args.seed + 1, max_tokens=task.max_tokens)
+        results[name], picked, records = pick_accuracy(
+            pool, contexts, references, selectors, grader, fields=task.fields
+        )
+        aurocs[name] = candidate_auroc(records, list(picked))
+        compared[name] = head_to_head(picked, LEADER)
         with (args.out / f"candidates-{name.replace(' ', '-')}.jsonl").open("w", encoding="utf-8") as out:
             out.writelines(json.dumps(record) + "\n" for record in records)
     grader.close()
     report = {
         "task": args.task,
+        "seed": args.seed,
         "grpo_steps": None if args.policy else args.steps,
         "beta": None if args.policy else args.beta,
         "score_temperature": args.score_temperature,
@@ -350,6 +452,8 @@ def main() -> None:
         "draws": args.draws,
         "n": args.n,
         "best_of_n_accuracy": results,
+        "candidate_auroc": aurocs,
+        "progress_advantage_head_to_head": compared,
     }
     (args.out / "results.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
     if not args.policy:
@@ -361,6 +465,18 @@ def main() -> None:
     print(f"  {'selection':<36} " + " ".join(f"{name:>15}" for name in results))
     for method in next(iter(results.values())):
         print(f"  {method:<36} " + " ".join(f"{results[name][method]:>15.3f}" for name in results))
+    print(f"AUROC of each value for a right candidate; {LEADER} against each, set by set:")
+    for pool_name in results:
+        print(f"  {pool_name}'s candidates:")
+        for method, area in aurocs[pool_name].items():
+            line = f"    {method:<36} AUROC " + ("-" if area is None else f"{area:.3f}")
+            if method in compared[pool_name]:
+                c = compared[pool_name][method]
+                line += (
+                    f"   only PA right {c['only_leader_right']:>3}, only it right "
+                    f"{c['only_other_right']:>3} (sign test p = {c['p_value']:.3g})"
+                )
+            print(line)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,11 @@ padding costs as much as real tokens), in token order, so that solutions which o
 their shared opening once. Two prompt kinds: few-shot (a long shared prefix, the usual
 best-of-N setting) and the bare question (where there is little to share).
 
+Beside each speed-up, two bounds, counted by hooks on the model: the tokens run through its body
+(naive loop / rewardlab), and the multiply-adds (the body's projections per token, attention per
+query-key pair, the output head per position it runs on). On a CPU, where batching gains
+nothing, the work bound is the most that skipping work can give.
+
 Memory: one 16,384-token completion through a model with SmolLM2's vocabulary (49,152), in a
 fresh process each: the naive full forward pass, and rewardlab's chunked one. Peak resident
 memory is printed for both.
@@ -29,7 +34,10 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+from torch import nn
 
 DATA = Path(__file__).parent / "data" / "qwen25-math-cot-100x8.jsonl.gz"
 
@@ -106,39 +114,73 @@ def throughput(questions: int, repeats: int) -> None:
     print(f"best-of-8 for {questions} questions, two SmolLM2-135M models, CPU")
     print(
         f"{'prompts':<32} {'naive tok/s':>12} {'rewardlab tok/s':>16} {'speed-up':>9} "
-        f"{'token-count bound':>18}"
+        f"{'token bound':>12} {'work bound':>11}"
     )
     for label, few_shot in (("few-shot", True), ("question only", False)):
         sets = best_of_n_sets(questions, few_shot)
         prompt_lengths = [len(tokenizer(prompt)["input_ids"]) for prompt, _ in sets]
-        lengths = [[len(tokenizer(c, add_special_tokens=False)["input_ids"]) for c in cs] for _, cs in sets]
-        tokens = sum(map(sum, lengths))
-        naive_fed = sum(p * len(ls) + sum(ls) for p, ls in zip(prompt_lengths, lengths, strict=True))
+        tokens = sum(len(tokenizer(c, add_special_tokens=False)["input_ids"]) for _, cs in sets for c in cs)
         rewardlab_scoring(reward, [(sets[0][0], sets[0][1][:2])])  # warm up
+        naive_work = work_done(policy.model, lambda sets=sets: naive((policy,), sets))
         slow = best_time(lambda sets=sets: naive((policy, reference), sets), repeats)
         ways = [("", True)] + ([(", each alone", False)] if few_shot else [])
         for way, together in ways:  # alone: the few-shot examples are not shared across prompts
-            fed = tokens_fed(policy.model, lambda sets=sets, t=together: rewardlab_scoring(reward, sets, t))
+            work = work_done(policy.model, lambda sets=sets, t=together: rewardlab_scoring(reward, sets, t))
             fast = best_time(lambda sets=sets, t=together: rewardlab_scoring(reward, sets, t), repeats)
             name = f"{label} (~{sum(prompt_lengths) // len(sets)} tok){way}"
             print(
                 f"{name:<32} {tokens / slow:>12.0f} {tokens / fast:>16.0f} {slow / fast:>8.2f}x "
-                f"{naive_fed / fed:>17.2f}x   ({tokens} completion tokens)"
+                f"{naive_work.tokens / work.tokens:>11.2f}x {naive_work.macs / work.macs:>10.2f}x"
+                f"   ({tokens} completion tokens)"
             )
-    print("token-count bound: tokens through each model, naive loop / rewardlab (attention aside)")
-
-
-def tokens_fed(model, run) -> int:
-    """How many tokens ``run`` feeds through ``model``'s body."""
-    fed = []
-    hook = model.model.register_forward_pre_hook(
-        lambda module, args, kwargs: fed.append(kwargs["input_ids"].numel()), with_kwargs=True
+    print(
+        "token bound: tokens through each model's body, naive loop / rewardlab; work bound: the "
+        "same for multiply-adds\n(the body's projections per token, attention per query-key pair, "
+        "the output head per position it runs on),\nall counted by hooks on the model"
     )
+
+
+@dataclass
+class Work:
+    """What forward passes did: tokens through the body, and multiply-adds in all."""
+
+    tokens: int = 0
+    macs: int = 0
+
+
+def work_done(model, run) -> Work:
+    """The `Work` that ``run`` makes ``model`` (a Llama-style causal LM) do: per body call, its
+    tokens times the projections' weights, plus every (query, key) pair attended - each new
+    token sees the cache and the new tokens before it - times the attention's multiply-adds per
+    pair; per head call, its positions times the head's weights."""
+    config = model.config
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    per_token = sum(
+        module.weight.numel() for module in model.model.layers.modules() if isinstance(module, nn.Linear)
+    )
+    per_pair = config.num_hidden_layers * 2 * config.num_attention_heads * head_dim  # scores, then values
+    work = Work()
+
+    def body(module, args, kwargs):
+        batch, new = kwargs["input_ids"].shape
+        cache = kwargs.get("past_key_values")
+        seen = cache.get_seq_length() if cache is not None else 0
+        work.tokens += batch * new
+        work.macs += batch * (new * per_token + (new * seen + new * (new + 1) // 2) * per_pair)
+
+    def head(module, args):
+        work.macs += args[0].shape[:-1].numel() * module.weight.numel()
+
+    hooks = [
+        model.model.register_forward_pre_hook(body, with_kwargs=True),
+        model.get_output_embeddings().register_forward_pre_hook(head),
+    ]
     try:
         run()
     finally:
-        hook.remove()
-    return sum(fed)
+        for hook in hooks:
+            hook.remove()
+    return work
 
 
 MEMORY_PROBE = """
