@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import time
 from collections import defaultdict
@@ -56,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardlab import Sample, build
-from rewardlab.prm.applications import auroc, best_of_n
+from rewardlab.prm.applications import auroc, best_of_n, mcnemar_exact
 from rewardlab.prm.logprobs import TokenLogprobScorer
 from rewardlab.prm.models import EMBEDDED, LoadedModel, load_model, model_folder
 from rewardlab.rewards.contract import Score
@@ -351,20 +350,18 @@ def pick_accuracy(
 
 def head_to_head(picked: dict[str, list[bool]], leader: str) -> dict[str, dict[str, float]]:
     """``leader`` against each other selection, set by set: how often only one of the two picked
-    a right candidate, and the exact two-sided sign test's p-value for those discordant sets
-    (McNemar's exact test: could the two be equally good?)."""
+    a right candidate, and McNemar's exact p-value (could the two be equally good?)."""
     compared = {}
     for name, hits in picked.items():
         if name == leader:
             continue
-        wins = sum(mine and not theirs for mine, theirs in zip(picked[leader], hits, strict=True))
-        losses = sum(theirs and not mine for mine, theirs in zip(picked[leader], hits, strict=True))
-        discordant = wins + losses
-        tail = sum(math.comb(discordant, k) for k in range(min(wins, losses) + 1)) / 2**discordant
+        pairs = list(zip(picked[leader], hits, strict=True))
+        wins = sum(mine and not theirs for mine, theirs in pairs)
+        losses = sum(theirs and not mine for mine, theirs in pairs)
         compared[name] = {
             "only_leader_right": wins,
             "only_other_right": losses,
-            "p_value": min(1.0, 2 * tail),
+            "p_value": mcnemar_exact(wins, losses),
         }
     return compared
 
@@ -403,7 +400,12 @@ def main() -> None:
         action="store_true",
         help="candidates start with the task's answer prefix too (prefilled: 'The answer is')",
     )
-    parser.add_argument("--policy", type=Path, help="a tuned policy from an earlier run (skips GRPO)")
+    parser.add_argument(
+        "--policy",
+        type=Path,
+        help="a tuned policy from an earlier run with the same --task and --seed (skips GRPO; "
+        "another seed would hold out topics it trained on)",
+    )
     args = parser.parse_args()
     task = TASKS[args.task](args.seed)
 
@@ -474,7 +476,7 @@ def main() -> None:
                 c = compared[pool_name][method]
                 line += (
                     f"   only PA right {c['only_leader_right']:>3}, only it right "
-                    f"{c['only_other_right']:>3} (sign test p = {c['p_value']:.3g})"
+                    f"{c['only_other_right']:>3} (McNemar p = {c['p_value']:.3g})"
                 )
             print(line)
 

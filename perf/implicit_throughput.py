@@ -37,8 +37,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from torch import nn
-
 DATA = Path(__file__).parent / "data" / "qwen25-math-cot-100x8.jsonl.gz"
 
 
@@ -153,6 +151,8 @@ def work_done(model, run) -> Work:
     tokens times the projections' weights, plus every (query, key) pair attended - each new
     token sees the cache and the new tokens before it - times the attention's multiply-adds per
     pair; per head call, its positions times the head's weights."""
+    from torch import nn
+
     config = model.config
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     per_token = sum(

@@ -1,9 +1,11 @@
 """What step rewards are used for, as plain functions over `Score`s: picking the best of N
 candidates, confidence that predicts success (scored by AUROC), and finding the step where a
-failed trajectory went wrong."""
+failed trajectory went wrong; and McNemar's exact test, for whether one way of picking beats
+another on the same sets of candidates."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from rewardlab.rewards.contract import Score
@@ -40,6 +42,18 @@ def auroc(confidences: Sequence[float], successes: Sequence[bool]) -> float:
         position = end
     u = rank_sum - len(positives) * (len(positives) + 1) / 2
     return u / (len(positives) * len(negatives))
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """The two-sided p-value of McNemar's exact test for two selections scored on the same sets:
+    ``only_first`` sets where only the first picked a right candidate, ``only_second`` where only
+    the second did (sets where both or neither did say nothing about which is better). Under
+    equal quality each discordant set goes either way with probability 1/2."""
+    if min(only_first, only_second) < 0:
+        raise ValueError(f"counts must not be negative, got {only_first} and {only_second}")
+    discordant = only_first + only_second
+    tail = sum(math.comb(discordant, k) for k in range(min(only_first, only_second) + 1))
+    return min(1.0, 2 * tail / 2**discordant)
 
 
 def decisive_step(score: Score, threshold: float | None = None) -> int | None:
