@@ -4,8 +4,9 @@ Every scorer is a `Reward`: `Sample`s in, one `Score` per sample out.
 """
 
 from rewardlab.rewards.combine import Combine, Route
-from rewardlab.rewards.contract import InvalidInput, Reward, RuleReward, Sample, Score, Status, Usage
+from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, Usage
 from rewardlab.rewards.registry import ConfigError, available, build, register
+from rewardlab.rewards.rule import RuleReward
 
 __all__ = [
     "Combine",

@@ -247,31 +247,6 @@ class Reward(abc.ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-class RuleReward(Reward):
-    """A reward computed by a cheap per-sample check.
-
-    Subclasses implement `check`. An `InvalidInput` raised there becomes status
-    ``invalid_input``; any other exception becomes status ``error`` with the exception as the
-    reason, so one bad sample never sinks its batch.
-    """
-
-    @abc.abstractmethod
-    def check(self, sample: Sample) -> Score:
-        """Score one sample."""
-
-    async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
-        return [self.check_safely(sample, index) for index, sample in enumerate(samples)]
-
-    def check_safely(self, sample: Sample, index: int | None = None) -> Score:
-        """`check`, with exceptions turned into failed scores that name the sample."""
-        try:
-            return self.check(sample)
-        except InvalidInput as error:
-            return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-        except Exception as error:  # noqa: BLE001 - a reward bug must not sink the batch
-            return Score.failure(Status.ERROR, f"{sample.label(index)}: {type(error).__name__}: {error}")
-
-
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion from synchronous code, even inside a running event loop (a
     notebook, an async trainer), where a nested `asyncio.run` is illegal: there it runs on a loop

@@ -11,11 +11,15 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from rewardlab.rewards.contract import InvalidInput, RuleReward, Sample, Score
+from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
-from rewardlab.rewards.math.extract import boxed_answers, final_line
+from rewardlab.rewards.math.spans import box_count, boxes
+from rewardlab.rewards.rule import RuleReward
+from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
 _TAG_NAME = re.compile(r"[A-Za-z_][\w.-]*")
+#: A completion with more boxes than this has no last answer worth reading.
+MAX_BOXES = 256
 
 
 def _checked_tag_name(option: str, value: str) -> str:
@@ -55,6 +59,10 @@ class ThinkAnswerFormatReward(RuleReward):
         think_opened_in_prompt: Set to True when the chat template already ends the prompt with the
             opening think tag (DeepSeek-R1 and some Qwen3 templates): the completion then starts
             inside the think block, and an opening tag in it would start a second block.
+        execution: ``"worker"`` (default: each sample is checked in a killable worker process
+            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
+        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
+            sample gets status ``timeout``.
         name: Stable name for logs and metrics.
 
     Example:
@@ -75,8 +83,12 @@ class ThinkAnswerFormatReward(RuleReward):
         require_answer_tag: bool = True,
         allow_text_outside: bool = False,
         think_opened_in_prompt: bool = False,
+        execution: str = "worker",
+        sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
         name: str = "think_answer_format",
     ):
+        # The format is the whole completion's: its tags are what is checked.
+        self.configure_rule(answer_region="whole", execution=execution, sample_budget_s=sample_budget_s)
         _checked_tag_name("think_tag", think_tag)
         _checked_tag_name("answer_tag", answer_tag)
         if think_tag == answer_tag:
@@ -177,8 +189,19 @@ class RegexMatchReward(RuleReward):
             ``VERBOSE`` and ``ASCII``.
         max_chars: Completions longer than this (default 200,000 characters) are not matched and get
             status ``invalid_input``: a pattern with nested quantifiers can take exponential time, and a
-            runaway rollout should not stall the batch.
+            runaway rollout should not stall the batch (``sample_budget_s`` bounds the rest).
+        answer_region: Where the answer is read: ``"default"`` (outside reasoning blocks, inside
+            an answer block when there is one), ``"whole"``, or a mapping of markers (see
+            `rewardlab.rewards.answer_region`). A completion whose region holds no answer (a
+            reasoning block that never closes) scores 0.0 with the reason.
+        execution: ``"worker"`` (default: each sample is checked in a killable worker process
+            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
+        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
+            sample gets status ``timeout``.
         name: Stable name for logs and metrics.
+
+    The pattern is matched against the answer region: set ``answer_region: whole`` for a pattern
+    that checks the format of the whole completion, reasoning tags included.
 
     ``details`` holds the match span, the matched text and the groups (each clipped to 1,000
     characters).
@@ -198,8 +221,12 @@ class RegexMatchReward(RuleReward):
         mode: Literal["search", "fullmatch"] = "search",
         flags: Sequence[str] | str = (),
         max_chars: int = 200_000,
+        answer_region: Any = None,
+        execution: str = "worker",
+        sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
         name: str = "regex_match",
     ):
+        self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
         if mode not in ("search", "fullmatch"):
             raise ValueError(f"mode must be 'search' or 'fullmatch', got {mode!r}")
         if max_chars <= 0:
@@ -221,7 +248,11 @@ class RegexMatchReward(RuleReward):
         self.name = name
 
     def check(self, sample: Sample) -> Score:
-        text = sample.completion_text
+        region = self.answer(sample)
+        details: dict[str, Any] = {"pattern": self.pattern, "mode": self.mode, "answer_region": region.source}
+        if region.text is None:
+            return Score(0.0, reason=region.reason, details=details)
+        text = region.text
         if len(text) > self.max_chars:
             raise InvalidInput(
                 "completion",
@@ -229,7 +260,6 @@ class RegexMatchReward(RuleReward):
                 "time a backtracking pattern can take",
             )
         match = self.regex.search(text) if self.mode == "search" else self.regex.fullmatch(text)
-        details: dict[str, Any] = {"pattern": self.pattern, "mode": self.mode}
         if match is None:
             return Score(0.0, reason=f"no {self.mode} match for {self.pattern!r}", details=details)
         details.update(
@@ -241,19 +271,16 @@ class RegexMatchReward(RuleReward):
         return Score(1.0, details=details)
 
 
-def extract_tagged(text: str, tag: str) -> str | None:
-    """Content of the last ``<tag>...</tag>`` block, or None.
-
-    The last one, because a model that quotes the format while reasoning writes an earlier block.
-    """
-    blocks = re.findall(rf"<{re.escape(tag)}>(.*?)</{re.escape(tag)}>", text, flags=re.DOTALL)
-    return blocks[-1] if blocks else None
-
-
-def extract_last_boxed(text: str) -> str | None:
+def last_box(text: str) -> str | None:
     r"""Content of the last ``\boxed{...}`` (braces balanced), or None when there is none."""
-    boxes = boxed_answers(text)
-    return boxes[-1][0] if boxes else None
+    found = boxes(text) if box_count(text) <= MAX_BOXES else []
+    return found[-1].content if found else None
+
+
+def last_line(text: str) -> str | None:
+    """The last line that is not blank, stripped; None for a blank text."""
+    stripped = text.rstrip()
+    return stripped[stripped.rfind("\n") + 1 :].strip() or None
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -288,10 +315,11 @@ class StringMatchReward(RuleReward):
     """1.0 when the completion (or the answer extracted from it) equals a reference, else 0.0.
 
     Args:
-        extract: Where the answer is. ``None`` (default): the whole completion. ``"answer_tag"``: the
-            last ``<answer>...</answer>`` block (tag name from ``answer_tag``). ``"last_line"``: the last
-            non-blank line. ``"boxed"``: the last ``\\boxed{...}``. A completion without the expected
-            answer scores 0.0 (the model did not answer), with the reason.
+        extract: Where the answer is. ``None`` (default): the whole answer region. ``"answer_tag"``:
+            the ``<answer>...</answer>`` block (tag name from ``answer_tag``), required.
+            ``"last_line"``: the last non-blank line. ``"boxed"``: the last ``\\boxed{...}``. A
+            completion without the expected answer scores 0.0 (the model did not answer), with the
+            reason.
         normalize: Compare after `normalize_answer` (default True): lowercase, strip, collapse
             whitespace, strip surrounding punctuation and quotes, drop articles. False compares the
             exact strings.
@@ -299,6 +327,14 @@ class StringMatchReward(RuleReward):
             ``sample.fields[references_field]`` (e.g. the aliases of a TriviaQA answer). The field is then
             required; ``sample.reference``, when set, is accepted too.
         answer_tag: Tag name for ``extract="answer_tag"`` (default ``"answer"``).
+        answer_region: Where the answer is read: ``"default"`` (outside reasoning blocks, inside
+            an answer block when there is one), ``"whole"``, or a mapping of markers (see
+            `rewardlab.rewards.answer_region`). A completion whose region holds no answer (a
+            reasoning block that never closes) scores 0.0 with the reason.
+        execution: ``"worker"`` (default: each sample is checked in a killable worker process
+            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
+        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
+            sample gets status ``timeout``.
         name: Stable name for logs and metrics.
 
     A sample without any reference has status ``invalid_input``.
@@ -318,6 +354,9 @@ class StringMatchReward(RuleReward):
         normalize: bool = True,
         references_field: str | None = None,
         answer_tag: str = "answer",
+        answer_region: Any = None,
+        execution: str = "worker",
+        sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
         name: str = "string_match",
     ):
         if extract not in (None, "answer_tag", "last_line", "boxed"):
@@ -327,13 +366,23 @@ class StringMatchReward(RuleReward):
         self.references_field = references_field
         self.answer_tag = _checked_tag_name("answer_tag", answer_tag)
         self.name = name
+        if extract == "answer_tag" and answer_region is None:
+            # The answer block is the region: the answer is read from the tag asked for.
+            answer_region = {"answer_tags": [answer_tag]}
+        self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
 
     def check(self, sample: Sample) -> Score:
         references = self._references(sample)
-        answer = self._answer(sample.completion_text)
-        details: dict[str, Any] = {"extracted": answer, "references": references}
+        region = self.answer(sample)
+        answer = None if region.text is None else self._answer(region.text, region.source)
+        details: dict[str, Any] = {
+            "extracted": answer,
+            "references": references,
+            "answer_region": region.source,
+        }
         if answer is None:
-            return Score(0.0, reason=f"no answer found (extract={self.extract!r})", details=details)
+            reason = region.reason or f"no answer found (extract={self.extract!r})"
+            return Score(0.0, reason=reason, details=details)
         prepare = normalize_answer if self.normalize else (lambda text: text)
         candidate = prepare(answer)
         matched = next((ref for ref in references if prepare(ref) == candidate), None)
@@ -344,14 +393,14 @@ class StringMatchReward(RuleReward):
             )
         return Score(1.0, details=details)
 
-    def _answer(self, text: str) -> str | None:
+    def _answer(self, text: str, source: str) -> str | None:
         if self.extract is None:
             return text
         if self.extract == "answer_tag":
-            return extract_tagged(text, self.answer_tag)
+            return text if source == "answer_block" else None
         if self.extract == "boxed":
-            return extract_last_boxed(text)
-        return final_line(text)
+            return last_box(text)
+        return last_line(text)
 
     def _references(self, sample: Sample) -> list[str]:
         references = [] if sample.reference is None else [sample.reference]

@@ -29,10 +29,12 @@ from typing import Any, Literal
 
 import langdetect
 import nltk
-from if_verifiable.common import evaluate_instructions, strip_thinking
+from if_verifiable.common import evaluate_instructions
 from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
-from rewardlab.rewards.contract import InvalidInput, RuleReward, Sample, Score
+from rewardlab.rewards.contract import InvalidInput, Sample, Score
+from rewardlab.rewards.rule import RuleReward
+from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
 # Abbreviations after which a period does not end a sentence (Punkt stores them lowercased, without
 # the final period). NLTK's trained English model knows more; these cover the ones common in answers.
@@ -132,9 +134,10 @@ class InstructionFollowingReward(RuleReward):
 
     Each dataset row lists instruction ids (``"punctuation:no_comma"``,
     ``"length_constraints:number_words"``, ...) and, in the same order, the arguments of each; the
-    reward checks the completion against each with if-verifiable's reference checker. A thinking
-    block (up to the first ``</think>``) is removed first, as if-verifiable does; a completion that is
-    empty after that scores 0.0.
+    reward checks the response against each with if-verifiable's reference checker. The response is
+    the completion's answer region: reasoning blocks are removed (if-verifiable itself only drops
+    text up to the first ``</think>``), and a completion with no response outside them (empty, or
+    a reasoning block that never closes) scores 0.0.
 
     Args:
         benchmark: ``"ifeval"`` (default; Google's 25 IFEval constraints) or ``"ifbench"`` (AllenAI's
@@ -149,6 +152,14 @@ class InstructionFollowingReward(RuleReward):
         kwargs_field: `Sample.fields` key of the argument list, one mapping per instruction (default
             ``"kwargs"``). Argument names a checker does not use may be present with value None, as
             in the Hugging Face IFEval rows. A missing field means no instruction takes arguments.
+        answer_region: Where the answer is read: ``"default"`` (outside reasoning blocks, inside
+            an answer block when there is one), ``"whole"``, or a mapping of markers (see
+            `rewardlab.rewards.answer_region`). A completion whose region holds no answer (a
+            reasoning block that never closes) scores 0.0 with the reason.
+        execution: ``"worker"`` (default: each sample is checked in a killable worker process
+            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
+        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
+            sample gets status ``timeout``.
         name: Stable name for logs and metrics.
 
     ``breakdown`` maps each instruction id to 1.0 or 0.0 (a repeated id gets ``#2``, ``#3``...);
@@ -178,8 +189,12 @@ class InstructionFollowingReward(RuleReward):
         aggregate: Literal["fraction", "all"] = "fraction",
         ids_field: str = "instruction_id_list",
         kwargs_field: str = "kwargs",
+        answer_region: Any = None,
+        execution: str = "worker",
+        sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
         name: str = "instruction_following",
     ):
+        self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
         if benchmark not in _REGISTRIES:
             raise ValueError(f"benchmark must be one of {', '.join(_REGISTRIES)}, got {benchmark!r}")
         if mode not in ("strict", "loose"):
@@ -204,10 +219,13 @@ class InstructionFollowingReward(RuleReward):
         ]
         keys = _breakdown_keys(instruction_ids)
         details: dict[str, Any] = {"benchmark": self.benchmark, "mode": self.mode}
-        completion = sample.completion_text
-        if not strip_thinking(completion).strip():
+        region = self.answer(sample)
+        completion = region.text or ""
+        if not completion.strip():
             details["failed"] = list(instruction_ids)
-            reason = "empty response" if not completion.strip() else "no response after the thinking block"
+            reason = region.reason or (
+                "empty response" if not sample.completion_text.strip() else "no response outside reasoning"
+            )
             return Score(0.0, breakdown=dict.fromkeys(keys, 0.0), reason=reason, details=details)
 
         passed = [

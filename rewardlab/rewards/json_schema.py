@@ -12,8 +12,10 @@ from jsonschema import validators
 from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
-from rewardlab.rewards.contract import InvalidInput, RuleReward, Sample, Score
+from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
+from rewardlab.rewards.rule import RuleReward
+from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
 _FENCED_JSON = re.compile(r"```json[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 # Validation messages quote the offending instance, which can be the whole document.
@@ -65,6 +67,14 @@ class JsonSchemaReward(RuleReward):
         check_formats: Also assert ``format`` keywords (``email``, ``date-time``, ...). Off by default,
             as the JSON Schema specification makes ``format`` an annotation only.
         max_errors: How many validation errors ``details["errors"]`` lists (default 10).
+        answer_region: Where the answer is read: ``"default"`` (outside reasoning blocks, inside
+            an answer block when there is one), ``"whole"``, or a mapping of markers (see
+            `rewardlab.rewards.answer_region`). A completion whose region holds no answer (a
+            reasoning block that never closes) scores 0.0 with the reason.
+        execution: ``"worker"`` (default: each sample is checked in a killable worker process
+            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
+        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
+            sample gets status ``timeout``.
         name: Stable name for logs and metrics.
 
     The draft is the one the schema's ``$schema`` names, else Draft 2020-12. Remote ``$ref``s are never
@@ -88,8 +98,12 @@ class JsonSchemaReward(RuleReward):
         extract: Literal["auto", "whole", "fenced"] = "auto",
         check_formats: bool = False,
         max_errors: int = 10,
+        answer_region: Any = None,
+        execution: str = "worker",
+        sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
         name: str = "json_schema",
     ):
+        self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
         if extract not in ("auto", "whole", "fenced"):
             raise ValueError(f"extract must be 'auto', 'whole' or 'fenced', got {extract!r}")
         if max_errors < 1:
@@ -114,7 +128,10 @@ class JsonSchemaReward(RuleReward):
 
     def check(self, sample: Sample) -> Score:
         validator, schema_source = self._validator(sample)
-        found = self._json_text(sample.completion_text)
+        region = self.answer(sample)
+        if region.text is None:
+            return Score(0.0, reason=region.reason, details={"extracted_from": None})
+        found = self._json_text(region.text)
         if found is None:
             return Score(0.0, reason="no ```json fenced block", details={"extracted_from": None})
         text, extracted_from = found

@@ -8,6 +8,10 @@ task overruns its budget, that thread kills the worker, reports a timeout, and s
 
 Workers start from a forkserver that has already imported the modules given in ``preload``, so
 replacing a killed worker costs milliseconds, not a fresh interpreter and a CAS import.
+
+A task is one call, or (`submit_each`) one function over several items with a budget per item:
+the worker answers item by item, so a pool can cut off the one item that overruns, report it,
+and carry on with the rest on a fresh worker, while a batch pays one round trip.
 """
 
 from __future__ import annotations
@@ -28,6 +32,12 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 _MAIN_LOCK = threading.Lock()
+#: Modules every pool asked its forkserver to import. There is one forkserver per process, started
+#: with the first worker; asking for all of them (not only the first pool's) keeps every pool warm.
+_PRELOAD: set[str] = set()
+#: How long a worker may take to receive a task (unpickling it imports the modules it needs)
+#: before the first item's budget starts.
+STARTUP_ALLOWANCE_S = 60.0
 
 
 @contextlib.contextmanager
@@ -52,6 +62,14 @@ def _main_module_hidden() -> Iterator[None]:
             main.__dict__.update(saved)
 
 
+def preload_in_workers(*modules: str) -> None:
+    """Ask the forkserver to import ``modules`` before it forks any worker, so every worker
+    starts with them imported. Call it when a reward is built: the forkserver starts with the
+    first worker of any pool, and modules asked for after that are imported by each worker."""
+    _PRELOAD.update(modules)
+    multiprocessing.get_context("forkserver").set_forkserver_preload(sorted(_PRELOAD))
+
+
 class TaskTimeout(TimeoutError):
     """The task ran past its budget and its worker was killed."""
 
@@ -64,19 +82,42 @@ class TaskFailed(RuntimeError):
     """The task raised inside the worker; the message carries the remote traceback's last line."""
 
 
+def _failure(error: BaseException) -> tuple[str, str]:
+    return "error", traceback.format_exception_only(type(error), error)[-1].strip()
+
+
 def _worker_main(connection: Connection, memory_limit_bytes: int | None) -> None:
     if memory_limit_bytes is not None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
     while True:
         try:
-            function, args = connection.recv()
+            kind, function, shared, items = connection.recv()
         except EOFError:
             return
-        try:
-            connection.send(("ok", function(*args)))
-        except BaseException as error:  # noqa: BLE001 - every failure must reach the caller
-            detail = traceback.format_exception_only(type(error), error)[-1].strip()
-            connection.send(("error", detail))
+        except BaseException as error:  # noqa: BLE001 - a task that cannot be unpickled here
+            connection.send(_failure(error))
+            continue
+        if kind == "call":
+            try:
+                connection.send(("ok", function(*shared)))
+            except BaseException as error:  # noqa: BLE001 - every failure must reach the caller
+                connection.send(_failure(error))
+            continue
+        connection.send(("ready", None))
+        for item in items:
+            try:
+                connection.send(("ok", function(*shared, item)))
+            except BaseException as error:  # noqa: BLE001 - every failure must reach the caller
+                connection.send(_failure(error))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one item of `KillableProcessPool.submit_each` came to: a value, or the error
+    (`TaskTimeout`, `WorkerCrashed` or `TaskFailed`) that took its place."""
+
+    value: Any = None
+    error: Exception | None = None
 
 
 @dataclass(slots=True)
@@ -85,6 +126,8 @@ class _Task:
     args: tuple
     budget_s: float
     future: concurrent.futures.Future
+    #: Set for `submit_each`: the items, each given to ``function(*args, item)``.
+    items: list | None = None
 
 
 class LazyPool:
@@ -121,9 +164,9 @@ class KillableProcessPool:
 
     Args:
         size: Number of worker processes (and of tasks that run at once).
-        preload: Modules the forkserver imports once, so each worker starts warm. The forkserver
-            is one per process: only the first pool's preload takes effect, later pools' workers
-            import what they need on first use.
+        preload: Modules the forkserver imports once, so each worker starts warm (see
+            `preload_in_workers`: asked for after the forkserver has started, they are imported
+            by each worker on first use instead).
         memory_limit_bytes: Address-space limit per worker (``RLIMIT_AS``); a task that exceeds it
             fails with a `TaskFailed` (MemoryError) or `WorkerCrashed`, never takes the host down.
 
@@ -140,7 +183,7 @@ class KillableProcessPool:
         self.size = size
         self.memory_limit_bytes = memory_limit_bytes
         self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(list(preload))
+        preload_in_workers(*preload)
         self._tasks: queue.Queue[_Task | None] = queue.Queue()
         self._busy: dict[int, multiprocessing.Process] = {}  # dispatcher thread -> its worker at work
         self._closed = False
@@ -157,6 +200,18 @@ class KillableProcessPool:
             raise RuntimeError("the pool is closed")
         future: concurrent.futures.Future = concurrent.futures.Future()
         self._tasks.put(_Task(function, args, budget_s, future))
+        return future
+
+    def submit_each(
+        self, function: Callable[..., Any], items: Sequence[Any], *, shared: tuple = (), budget_s_each: float
+    ) -> concurrent.futures.Future:
+        """Queue ``function(*shared, item)`` for every item, run in order in one worker; the future's
+        result is one `Outcome` per item. An item that runs past ``budget_s_each`` gets a
+        `TaskTimeout` and its worker is killed; the items after it go on in a fresh worker."""
+        if self._closed:
+            raise RuntimeError("the pool is closed")
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self._tasks.put(_Task(function, shared, budget_s_each, future, list(items)))
         return future
 
     async def run(self, function: Callable[..., Any], *args: Any, budget_s: float) -> Any:
@@ -219,7 +274,7 @@ class KillableProcessPool:
                     if worker is None or not worker[0].is_alive():
                         self._stop_worker(worker)
                         worker = self._start_worker()
-                    worker = self._run(worker, task)
+                    worker = self._run(worker, task) if task.items is None else self._run_each(worker, task)
                 except BaseException as error:  # noqa: BLE001 - the thread must outlive any one task
                     # A task that cannot be sent (unpicklable), or a worker that cannot start:
                     # fail this task, start afresh for the next.
@@ -238,7 +293,7 @@ class KillableProcessPool:
         started = time.monotonic()
         self._busy[threading.get_ident()] = process
         try:
-            connection.send((task.function, task.args))
+            connection.send(("call", task.function, task.args, None))
             if not connection.poll(task.budget_s):
                 self._stop_worker(worker)
                 task.future.set_exception(
@@ -256,4 +311,53 @@ class KillableProcessPool:
             task.future.set_result(payload)
         else:
             task.future.set_exception(TaskFailed(payload))
+        return worker
+
+    def _run_each(
+        self, worker: tuple[multiprocessing.Process, Connection] | None, task: _Task
+    ) -> tuple[multiprocessing.Process, Connection] | None:
+        """Run a `submit_each` task, restarting the worker after an item that overran or crashed."""
+        assert task.items is not None
+        outcomes: list[Outcome] = []
+        while len(outcomes) < len(task.items):
+            if worker is None or not worker[0].is_alive():
+                self._stop_worker(worker)
+                worker = self._start_worker()
+            worker = self._run_items(worker, task, outcomes)
+        task.future.set_result(outcomes)
+        return worker
+
+    def _run_items(
+        self, worker: tuple[multiprocessing.Process, Connection], task: _Task, outcomes: list[Outcome]
+    ) -> tuple[multiprocessing.Process, Connection] | None:
+        """Send the items not yet run; add an outcome per item answered; return the worker if it
+        is still usable (None after an overrun or a crash, with that item's outcome added)."""
+        assert task.items is not None
+        process, connection = worker
+        remaining = task.items[len(outcomes) :]
+        self._busy[threading.get_ident()] = process
+        try:
+            connection.send(("each", task.function, task.args, remaining))
+            if not connection.poll(STARTUP_ALLOWANCE_S):
+                raise EOFError
+            kind, payload = connection.recv()
+            if kind == "error":  # the task could not be unpickled: no item can run
+                outcomes.extend(Outcome(error=TaskFailed(payload)) for _ in remaining)
+                return worker
+            for _ in remaining:
+                started = time.monotonic()
+                if not connection.poll(task.budget_s):
+                    self._stop_worker(worker)
+                    elapsed = time.monotonic() - started
+                    error = TaskTimeout(f"ran past its {task.budget_s:g}s budget ({elapsed:.1f}s)")
+                    outcomes.append(Outcome(error=error))
+                    return None
+                kind, payload = connection.recv()
+                outcomes.append(Outcome(payload) if kind == "ok" else Outcome(error=TaskFailed(payload)))
+        except (EOFError, OSError, BrokenPipeError):
+            self._stop_worker(worker)
+            outcomes.append(Outcome(error=WorkerCrashed(f"worker exited with code {process.exitcode}")))
+            return None
+        finally:
+            self._busy.pop(threading.get_ident(), None)
         return worker

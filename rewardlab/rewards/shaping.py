@@ -14,8 +14,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
 
 from rewardlab.rewards.combine import scores_or_failures
-from rewardlab.rewards.contract import InvalidInput, Reward, RuleReward, Sample, Score, Status
+from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
 from rewardlab.rewards.registry import build, construct
+from rewardlab.rewards.rule import RuleReward
 
 LengthUnit = Literal["tokens", "chars", "words"]
 _UNITS = ("tokens", "chars", "words")

@@ -6,7 +6,7 @@ from rewardlab.rewards.format import (
     RegexMatchReward,
     StringMatchReward,
     ThinkAnswerFormatReward,
-    extract_last_boxed,
+    last_box,
     normalize_answer,
 )
 
@@ -197,10 +197,10 @@ def test_string_match_extractors():
     assert score_one(last_line, Sample(completion="work\nwork\n\nParis\n\n", reference="Paris")).value == 1.0
 
 
-def test_extract_last_boxed_edge_cases():
-    assert extract_last_boxed(r"\boxed{1} then \boxed{{2}+1}") == "{2}+1"
-    assert extract_last_boxed(r"\boxed{unclosed {") is None
-    assert extract_last_boxed("no box") is None
+def test_last_box_edge_cases():
+    assert last_box(r"\boxed{1} then \boxed{{2}+1}") == "{2}+1"
+    assert last_box(r"\boxed{unclosed {") is None
+    assert last_box("no box") is None
 
 
 def test_missing_extracted_answer_is_the_models_failure():

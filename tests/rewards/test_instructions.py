@@ -174,14 +174,29 @@ def test_language_detection_is_seeded_and_deterministic():
 
 def test_empty_completion_is_an_ok_zero():
     reward = InstructionFollowingReward()
-    empty, only_thinking = reward.score(
-        [row("  ", *NO_COMMA_AND_SHORT), row("<think>still thinking", *NO_COMMA_AND_SHORT)]
+    empty, unclosed, only_thinking = reward.score(
+        [
+            row("  ", *NO_COMMA_AND_SHORT),
+            row("<think>still thinking", *NO_COMMA_AND_SHORT),
+            row("<think>done thinking</think>  ", *NO_COMMA_AND_SHORT),
+        ]
     )
-    for score in (empty, only_thinking):
+    for score in (empty, unclosed, only_thinking):
         assert (score.status, score.value) == (Status.OK, 0.0)
         assert score.breakdown == {"punctuation:no_comma": 0.0, "length_constraints:number_words": 0.0}
     assert empty.reason == "empty response"
-    assert only_thinking.reason == "no response after the thinking block"
+    assert "<think> opens at character 0 and never closes" in unclosed.reason
+    assert only_thinking.reason == "no response outside reasoning"
+
+
+def test_constraints_are_checked_on_the_response_not_the_reasoning():
+    reward = InstructionFollowingReward()
+    # Commas in the reasoning are not the response's; the second reasoning block would have been
+    # read as response by a grader that only drops text up to the first </think>.
+    (score,) = reward.score(
+        [row("<think>a, b</think>No commas here.<think>c, d</think>", *NO_COMMA_AND_SHORT)]
+    )
+    assert score.value == 1.0, score.reason
 
 
 def test_thinking_block_is_not_checked():

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from rewardlab.rewards.answer_region import AnswerRegion
 from rewardlab.rewards.code.cases import ProgramTests, read_tests
 from rewardlab.rewards.code.extract import BlockChoice, extract_program
 from rewardlab.rewards.code.harness import STARTUP_ALLOWANCE_S, ProgramReport, run_program
@@ -35,16 +36,30 @@ MAX_DETAILED_TESTS = 50
 
 
 def execute(
-    source: str, tests: ProgramTests, sandbox: Sandbox, limits: tuple[float, float, float]
-) -> ProgramReport:
-    """One sample's job, run in a pool worker (a process that does nothing else).
+    text: str,
+    extraction: Mapping[str, Any],
+    tests: ProgramTests,
+    sandbox: Sandbox,
+    limits: tuple[float, float, float],
+) -> tuple[str, ProgramReport | None]:
+    """One sample's job, run in a pool worker (a process that does nothing else): find the
+    program in ``text`` (here, under the job's budget, since finding it reads model text) and
+    run it. Returns how the program was found and its report, or None when there is none.
 
-    ``limits`` is (test timeout, total timeout, float tolerance).
+    ``extraction`` holds `extract_program`'s options, or ``{"whole": True}`` for a text that is
+    the program; ``limits`` is (test timeout, total timeout, float tolerance).
     """
+    if extraction.get("whole"):
+        source, method = text, "prompt_and_completion"
+    else:
+        found = extract_program(text, **extraction)
+        source, method = found.source, found.method
+    if source is None or not source.strip():
+        return method, None
     test_timeout_s, total_timeout_s, tolerance = limits
     adopt_orphans()
     try:
-        return run_program(
+        return method, run_program(
             source,
             tests,
             sandbox,
@@ -79,6 +94,9 @@ class CodeExecutionReward(Reward):
         isolation: ``"bwrap"`` (default) or ``"unsafe_local"`` (no isolation; trusted code only).
         limits: Resource limits (`SandboxLimits` fields as a mapping, or an instance).
         workers: Programs run at once (default: the number of CPUs).
+        answer_region: Where the program is looked for: ``"default"`` (outside reasoning blocks,
+            so code drafted while thinking never runs), ``"whole"``, or a mapping of markers
+            (see `rewardlab.rewards.answer_region`).
         name: Name in logs and breakdowns.
 
     Tests come from the sample's fields; see `cases` for the formats (HumanEval, MBPP, APPS /
@@ -104,6 +122,7 @@ class CodeExecutionReward(Reward):
         isolation: Isolation = "bwrap",
         limits: SandboxLimits | Mapping[str, int] | None = None,
         workers: int | None = None,
+        answer_region: Any = None,
         name: str = "code_execution",
     ):
         if language not in LANGUAGES:
@@ -126,6 +145,7 @@ class CodeExecutionReward(Reward):
         self.total_timeout_s = total_timeout_s
         self.float_tolerance = float_tolerance
         self.workers = workers or os.cpu_count() or 1
+        self.answer_region = AnswerRegion.from_option(answer_region)
         self.name = name
         # The trusted workers decode what programs return; a memory limit keeps a huge return
         # value from taking the host's memory with it.
@@ -145,17 +165,19 @@ class CodeExecutionReward(Reward):
     def close(self) -> None:
         self._pool.close()
 
-    def _program(self, sample: Sample) -> tuple[str | None, str]:
+    def _text_and_extraction(self, sample: Sample) -> tuple[str | None, dict[str, Any], str | None]:
+        """The text the program is in, how to find it there, and why there is none (if so)."""
         if self.completion_continues_prompt:
-            return sample.prompt_text + sample.completion_text, "prompt_and_completion"
-        found = extract_program(
-            sample.completion_text,
-            language=self.language,
-            block=self.block,
-            block_name=self.block_name,
-            allow_unfenced=self.allow_unfenced,
-        )
-        return found.source, found.method
+            # The completion is code that continues the prompt's: no region to read.
+            return sample.prompt_text + sample.completion_text, {"whole": True}, None
+        region = self.answer_region.read(sample.completion_text)
+        extraction = {
+            "language": self.language,
+            "block": self.block,
+            "block_name": self.block_name,
+            "allow_unfenced": self.allow_unfenced,
+        }
+        return region.text, extraction, region.reason
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         return list(await asyncio.gather(*(self._score_one(sample, i) for i, sample in enumerate(samples))))
@@ -163,20 +185,25 @@ class CodeExecutionReward(Reward):
     async def _score_one(self, sample: Sample, index: int) -> Score:
         try:
             tests = read_tests(sample.fields, sample.prompt)
-            source, method = self._program(sample)
+            text, extraction, no_answer = self._text_and_extraction(sample)
         except InvalidInput as error:
             return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-        details: dict[str, Any] = {"extraction": method, "tests_total": tests.count}
-        if source is None or not source.strip():
-            return Score(value=0.0, reason="no program found in the completion", details=details)
+        details: dict[str, Any] = {"tests_total": tests.count}
+        if text is None:
+            return Score(value=0.0, reason=no_answer, details={**details, "extraction": "none"})
         budget = self.total_timeout_s + STARTUP_ALLOWANCE_S * 2
-        job = (source, tests, self.sandbox, (self.test_timeout_s, self.total_timeout_s, self.float_tolerance))
+        limits = (self.test_timeout_s, self.total_timeout_s, self.float_tolerance)
         try:
-            report = await self.pool.run(execute, *job, budget_s=budget)
+            method, report = await self.pool.run(
+                execute, text, extraction, tests, self.sandbox, limits, budget_s=budget
+            )
         except TaskTimeout as error:
             return Score.failure(Status.TIMEOUT, f"the execution harness {error}", details=details)
         except (TaskFailed, WorkerCrashed) as error:
             return Score.failure(Status.ERROR, f"the execution harness failed: {error}", details=details)
+        details["extraction"] = method
+        if report is None:
+            return Score(value=0.0, reason="no program found in the completion", details=details)
         return self._score(report, tests.count, details)
 
     def _score(self, report: ProgramReport, total: int, details: dict[str, Any]) -> Score:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from rewardlab.rewards.math.commitment import DOUBTS, words
 from rewardlab.rewards.math.evaluate import evaluate
 from rewardlab.rewards.math.expression import Node, Unsupported, parse_expression, variables
 from rewardlab.rewards.math.normalize import EMPTY_SET, Normalized, normalize
@@ -22,10 +23,15 @@ MAX_ITEMS = 64
 #: "x = 1/3 \approx 0.33" is consistent; "x = 1/3 \approx 1.3" contradicts itself.
 APPROXIMATION_TOLERANCE = 0.05
 
-_CHOICE = re.compile(r"^\(?\s*([A-Ea-e])\s*\)?$")
 _CHOICE_GOLD = re.compile(r"^\(?\s*([A-E])\s*\)?$")
-_CHOICE_PREFIX = re.compile(r"^\(?([A-E])(?:\)|\.|:|\s|$)")
-_CHOICE_LAST = re.compile(r"(?:^|[\s(])\(?([A-E])\)?\.?$")
+# A statement that opens with its option: "(C) 1/2", "C) 1/2", "C. 1/2", "C: 1/2", "C", "(b)".
+_CHOICE_LEADING = re.compile(
+    r"^(?:(?:option|choice)\s*)?(?:\(\s*([A-Ea-e])\s*\)|([A-E])(?:[.:)]|\s|$))", re.I
+)
+# Another option named after the first: "(D)", "and D", "or D", ", D", "/D", "& D".
+_ANOTHER_CHOICE = re.compile(r"\(\s*[A-Ea-e]\s*\)|(?:\band\b|\bor\b|[,;/&])\s*\(?[A-E]\)?(?![A-Za-z])")
+# An option letter standing alone ("the correct option is C").
+_LONE_LETTER = re.compile(r"(?<![A-Za-z\\])\(?([A-E])\)?(?![A-Za-z])")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL)
 _HEDGE = re.compile(r"\bor\b|\\lor(?![a-zA-Z])|\\vee(?![a-zA-Z])")
 _ENVIRONMENT = re.compile(r"\\begin\{([pbvBV]?matrix|array)\}.*?\\end\{\1\}", re.DOTALL)
@@ -72,11 +78,13 @@ class Equation:
 
 @dataclass(frozen=True, slots=True)
 class Bracketed:
-    """``(a, b)``, ``[a, b)``, ... : a tuple or an interval; the brackets are part of the answer."""
+    """``(a, b)``, ``[a, b)``, ... : a tuple or an interval; the brackets are part of the answer.
+    ``from_inequality`` marks an interval written as an inequality (``-2 < x < 1``)."""
 
     opening: str
     closing: str
     items: tuple
+    from_inequality: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +178,21 @@ def is_choice_letter(text: str) -> bool:
     return bool(_CHOICE_GOLD.match(text))
 
 
-def _choice(text: str) -> Choice | None:
-    match = _CHOICE_PREFIX.match(text) or _CHOICE.match(text) or _CHOICE_LAST.search(text)
-    return Choice(match.group(1).upper()) if match else None
+def _choice(text: str) -> Choice | Hedged | None:
+    """The one option a statement commits to, read strictly: a statement that names two
+    options ("B and C", "A, B, C, D") or doubts its option ("maybe B") is a hedge; None when
+    no option is named."""
+    if any(word in DOUBTS for word in words(text)):
+        return Hedged(text)
+    leading = _CHOICE_LEADING.match(text)
+    if leading is not None:
+        if _ANOTHER_CHOICE.search(text, leading.end()):
+            return Hedged(text)
+        return Choice((leading.group(1) or leading.group(2)).upper())
+    letters = set(_LONE_LETTER.findall(text))
+    if len(letters) > 1:
+        return Hedged(text)
+    return Choice(letters.pop()) if letters else None
 
 
 def _states_several(text: str) -> bool:
@@ -219,6 +239,10 @@ def _parse_shape(text: str, cleaned: Normalized) -> Answer:
     if r"\approx" in text:
         return _approximation(text, cleaned)
     sides = split_top_level(text, "=")
+    if len(sides) > 1 and _is_label(sides[0]):
+        # "\text{Volume} = 20 \times 2 = 40", "\cos \angle RPS = -\frac{24}{25}": the left side
+        # names what the value is; the rest states it.
+        return _parse_shape("=".join(sides[1:]).strip(), cleaned)
     if len(sides) == 2:
         return _equation(*(parse_expression(side.strip()) for side in sides), text=text)
     if len(sides) > 2:
@@ -238,6 +262,18 @@ def _parse_shape(text: str, cleaned: Normalized) -> Answer:
         # Words ("east", "odd", "no real roots"), not a product of single-letter variables.
         return Words(text.lower())
     return Scalar(parse_expression(text), cleaned.percent, cleaned.degrees, cleaned.radians, cleaned.unit)
+
+
+def _is_label(side: str) -> bool:
+    """A left side that names a quantity rather than stating one: no digits, and words or
+    notation the expression parser does not read as an expression."""
+    if re.search(r"\d", side) or not side.strip():
+        return False
+    try:
+        parse_expression(side.strip())
+    except Unsupported:
+        return True
+    return False
 
 
 def _plus_minus(text: str) -> list[str]:
@@ -345,15 +381,16 @@ def _equation(left: Node, right: Node, text: str) -> Answer:
 
 
 def _chain(sides: list[str]) -> Answer:
-    """``x = 5+5+1 = 11``: every value in the chain must agree, and the last one is the answer."""
+    """``x = 5+5+1 = 11``: every value in the chain must agree, and the last one is the answer;
+    ``7 = 5 = 5`` contradicts itself."""
     nodes = [parse_expression(side) for side in sides]
-    values = [_numeric(node) for node in nodes[1:]]
+    values = [_numeric(node) for node in (nodes if not variables(nodes[0]) else nodes[1:])]
     known = [value for value in values if value is not None]
     if any(abs(value - known[0]) > 1e-9 * max(1.0, abs(known[0])) for value in known[1:]):
         return Hedged("=".join(sides))
     if len(known) != len(values):
         raise Unsupported("chained equalities with unknowns")
-    return Equation(nodes[0], nodes[-1])
+    return Equation(nodes[0], nodes[-1]) if variables(nodes[0]) else Scalar(nodes[-1])
 
 
 def _approximation(text: str, cleaned: Normalized) -> Answer:
@@ -414,7 +451,7 @@ def _inequality(text: str) -> Bracketed | None:
         low, opening = Scalar(sides[variable_at - 1][0]), "[" if operators[variable_at - 1] == "<=" else "("
     if variable_at < len(sides) - 1:
         high, closing = Scalar(sides[variable_at + 1][0]), "]" if operators[variable_at] == "<=" else ")"
-    return Bracketed(opening, closing, (low, high))
+    return Bracketed(opening, closing, (low, high), from_inequality=True)
 
 
 def _inequality_union(text: str) -> Union | None:

@@ -8,7 +8,12 @@ values are determined (identity testing at random points for expressions with va
 Policies (each one a choice a grader has to make, stated once):
 
 - Decimals are exact: 0.5 = 1/2, but 0.333 != 1/3 and 3.14 != pi. A decimal with at least
-  `APPROXIMATION_DIGITS` significant digits is a printed float and may stand for an exact value.
+  `APPROXIMATION_DIGITS` significant digits may stand for a value with no finite decimal
+  expansion that it rounds or cuts off (0.3333333333 for 1/3); a printed float (`FLOAT_DIGITS`
+  digits) for what it is within float noise of. 419.9999999 is not 420.
+- An inequality is an interval, but ``(a, b)`` with two numbers may be an ordered pair, so
+  ``-2 < x < 1`` answers ``[-2, 1)``-style intervals and not ``(-2, 1)``.
+- A numeral in a base is answered by its digits, not by its value (``17_8`` is not 15).
 - Percent: "50%" equals 50/100 and also a bare "50" (datasets often drop the sign).
 - Angles: degrees and radians are converted only when the radian side says so (pi, or "rad").
 - Units: dropped when one side has none; converted when both sides state one.
@@ -17,6 +22,7 @@ Policies (each one a choice a grader has to make, stated once):
 from __future__ import annotations
 
 import cmath
+import math
 import random
 import re
 from collections.abc import Sequence
@@ -37,11 +43,13 @@ from rewardlab.rewards.math.answer import (
     Words,
 )
 from rewardlab.rewards.math.evaluate import evaluate
-from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, variables
+from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, decimal_places, variables
 from rewardlab.rewards.math.normalize import THOUSANDS
 
 APPROXIMATION_DIGITS = 10
-APPROXIMATION_RELATIVE = 1e-9
+#: Decimals this long are printed floats, equal to what they are within float noise of.
+FLOAT_DIGITS = 15
+FLOAT_RELATIVE = 4e-15
 #: Floats closer than this (relatively) are equal: float noise from evaluating irrationals.
 EQUAL_RELATIVE = 1e-10
 EQUAL_ABSOLUTE = 1e-12
@@ -77,20 +85,44 @@ def _close(a: complex, b: complex) -> Verdict:
     return None
 
 
-def _approximates(decimal: Fraction | complex, digits: int | None, exact: Fraction | complex) -> bool:
-    """True when a long decimal literal stands for an exact value (see the module policies)."""
-    if digits is None or digits < APPROXIMATION_DIGITS:
+def _terminates(value: Fraction) -> bool:
+    """Whether a rational number has a finite decimal expansion (its denominator is 2^a 5^b)."""
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator == 1
+
+
+def _approximates(decimal: Fraction | complex, node: Node, exact: Fraction | complex) -> bool:
+    """True when a long decimal literal stands for an exact value (see the module policies).
+
+    A printed float (`FLOAT_DIGITS` significant digits or more) stands for what it is within
+    float noise of. Otherwise the decimal must have `APPROXIMATION_DIGITS` significant digits and
+    be the exact value rounded or cut off at its last place, and the exact value must have no
+    finite decimal expansion: 420 and 0.15 are written exactly, so 419.9999999 and 0.1500000001
+    are other numbers.
+    """
+    digits, places = decimal_digits(node), decimal_places(node)
+    if digits is None or places is None or digits < APPROXIMATION_DIGITS:
         return False
-    return abs(complex(decimal) - complex(exact)) <= APPROXIMATION_RELATIVE * abs(complex(exact))
+    if digits >= FLOAT_DIGITS and abs(complex(decimal) - complex(exact)) <= FLOAT_RELATIVE * abs(
+        complex(exact)
+    ):
+        return True
+    if isinstance(exact, Fraction):
+        if _terminates(exact):
+            return False
+        scaled = exact * 10**places
+        return decimal * 10**places in (math.floor(scaled), math.ceil(scaled))
+    return abs(complex(decimal) - exact) <= 10.0**-places and abs(exact.imag) < EQUAL_ABSOLUTE
 
 
 def _values_equal(gold: Node, pred: Node) -> Verdict:
     gold_value, pred_value = evaluate(gold), evaluate(pred)
     if isinstance(gold_value, Fraction) and isinstance(pred_value, Fraction) and gold_value == pred_value:
         return True
-    if _approximates(pred_value, decimal_digits(pred), gold_value) or _approximates(
-        gold_value, decimal_digits(gold), pred_value
-    ):
+    if _approximates(pred_value, pred, gold_value) or _approximates(gold_value, gold, pred_value):
         return True
     if isinstance(gold_value, Fraction) and isinstance(pred_value, Fraction):
         return False
@@ -129,22 +161,37 @@ def expressions_equal(gold: Node, pred: Node) -> Verdict:
         return None
 
 
-def _uses_pi(node: Node) -> bool:
-    return node == ("const", "pi") or any(isinstance(child, tuple) and _uses_pi(child) for child in node[1:])
+def uses_pi(node: Node) -> bool:
+    return node == ("const", "pi") or any(isinstance(child, tuple) and uses_pi(child) for child in node[1:])
 
 
 def _scaled(node: Node, factor: Fraction) -> Node:
     return node if factor == 1 else ("mul", node, ("num", factor, 0))
 
 
+def _same_numeral(gold: Node, pred: Node) -> bool:
+    """A numeral in a base is answered by the same digits, in the same base or written bare
+    (``17_8`` by ``17``), never by its value in another base (``17_8`` is not ``15``)."""
+    if gold[0] == "based" and pred[0] == "based":
+        return gold[1].lstrip("0") == pred[1].lstrip("0") and gold[2] == pred[2]
+    based, other = (gold, pred) if gold[0] == "based" else (pred, gold)
+    bare = other[0] == "num" and other[2] == 0 and other[1] >= 0
+    if not bare:
+        return False
+    same_digits = str(int(other[1])) == (based[1].lstrip("0") or "0")
+    return same_digits if based is gold else same_digits and based[2] == 10
+
+
 def _scalars_equal(gold: Scalar, pred: Scalar) -> Verdict:
+    if "based" in (gold.node[0], pred.node[0]):
+        return _same_numeral(gold.node, pred.node)
     if gold.unit is not None and pred.unit is not None:
         if gold.unit.dimension != pred.unit.dimension:
             return False
         return expressions_equal(_scaled(gold.node, gold.unit.scale), _scaled(pred.node, pred.unit.scale))
     if gold.degrees != pred.degrees:
         degrees, radians = (gold, pred) if gold.degrees else (pred, gold)
-        if radians.radians or _uses_pi(radians.node):
+        if radians.radians or uses_pi(radians.node):
             in_radians = ("mul", degrees.node, ("div", ("const", "pi"), ("num", Fraction(180), 0)))
             return expressions_equal(in_radians, radians.node)
     hundred = ("num", Fraction(100), 0)
@@ -321,6 +368,11 @@ def _solutions(alternatives: tuple) -> tuple:
     )
 
 
+def _may_be_a_point(answer: Bracketed) -> bool:
+    """``(a, b)`` with two finite values: an open interval, or an ordered pair."""
+    return (answer.opening, answer.closing) == ("(", ")") and all(isinstance(i, Scalar) for i in answer.items)
+
+
 def answers_equal(gold: Answer, pred: Answer) -> Verdict:
     """Equivalence of a gold answer and a predicted one, by shape."""
     if isinstance(pred, Hedged):
@@ -370,6 +422,10 @@ def _same_shape_equal(gold: Answer, pred: Answer) -> Verdict:
         return _equations_equal(gold, pred)
     if isinstance(gold, Bracketed):
         if (gold.opening, gold.closing) != (pred.opening, pred.closing):
+            return False
+        if gold.from_inequality != pred.from_inequality and _may_be_a_point(
+            pred if gold.from_inequality else gold
+        ):
             return False
         return _ordered_equal(gold.items, pred.items)
     if isinstance(gold, Collection):

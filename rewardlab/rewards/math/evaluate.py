@@ -47,6 +47,8 @@ def evaluate(node: Node, point: Mapping[str, complex] | None = None) -> Value:
     kind = node[0]
     if kind == "num":
         return node[1]
+    if kind == "based":
+        return Fraction(int(node[1], node[2]))
     if kind == "var":
         if point is None or node[1] not in point:
             raise Unsupported(f"free variable {node[1]}")

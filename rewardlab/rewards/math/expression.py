@@ -105,7 +105,7 @@ def tokenize(text: str) -> list[Token]:
 
 # The tree is made of small tuples: ("num", Fraction, decimals|None), ("var", name),
 # ("const", name), ("neg", x), ("add", a, b), ("sub", a, b), ("mul", a, b), ("div", a, b),
-# ("pow", a, b), ("root", x, n), ("func", name, x), ("fact", x).
+# ("pow", a, b), ("root", x, n), ("func", name, x), ("fact", x), ("based", digits, base).
 Node = tuple
 
 
@@ -158,6 +158,10 @@ class _Parser:
             if token.text in "*/":
                 self.take()
                 node = ("mul" if token.text == "*" else "div", node, self.unary())
+            elif token.text == r"\div":
+                # a \div b is an operation, not fraction notation: a * (1/b), never a literal.
+                self.take()
+                node = ("mul", node, ("div", ("num", Fraction(1), 0), self.unary()))
             elif self.starts_primary(token):
                 node = self.implicit_product(node)
             else:
@@ -316,15 +320,17 @@ class _Parser:
         return ("num", Fraction(text) + period, None)
 
     def based_integer(self, text: str) -> Node:
-        """``4343_6``: an integer written in another base."""
+        """``4343_6``: an integer written in another base, kept as written (digits and base), since
+        a question that asks for base 6 is answered by those digits, not by the value."""
         self.take()
         base = int(self.digits_argument())
         if not 2 <= base <= 36 or not text.isdigit():
             raise Unsupported(f"unsupported base-{base} numeral {text}")
         try:
-            return ("num", Fraction(int(text, base)), 0)
+            int(text, base)
         except ValueError:
             raise Unsupported(f"{text} is not a base-{base} numeral") from None
+        return ("based", text, base)
 
     def subscripted(self, name: str) -> Node:
         if (token := self.peek()) is not None and token.text == "_":
@@ -413,7 +419,7 @@ def _number(text: str) -> Node:
 
 def parse_expression(text: str) -> Node:
     """Parse a normalised answer into a tree, or raise `Unsupported`."""
-    text = text.replace(r"\cdot", "*").replace(r"\times", "*").replace(r"\div", "/")
+    text = text.replace(r"\cdot", "*").replace(r"\times", "*")
     return _Parser(tokenize(text)).parse()
 
 
@@ -428,6 +434,13 @@ def variables(node: Node) -> frozenset[str]:
     return frozenset(found)
 
 
+def decimal_places(node: Node) -> int | None:
+    """Digits after the point of an answer that is one decimal literal (possibly negated)."""
+    if node[0] == "neg":
+        return decimal_places(node[1])
+    return node[2] if node[0] == "num" and node[2] else None
+
+
 def decimal_digits(node: Node) -> int | None:
     """Significant digits of an answer that is one decimal literal (possibly negated), else None.
 
@@ -439,3 +452,27 @@ def decimal_digits(node: Node) -> int | None:
     if node[0] == "num" and node[2]:
         return len(str(abs(node[1] * 10 ** node[2]).numerator))
     return None
+
+
+def _is_integer_literal(node: Node) -> bool:
+    if node[0] == "neg":
+        return _is_integer_literal(node[1])
+    return node[0] == "num" and node[2] == 0
+
+
+def is_literal(node: Node) -> bool:
+    """Whether a tree is a number as written, not a computation: an integer, a decimal, a mixed
+    number or repeating decimal, a fraction of integers, a numeral in a base, or scientific
+    notation (``3 \\times 10^5``, ``10^{-3}``), maybe negated."""
+    kind = node[0]
+    if kind in ("num", "based"):
+        return True
+    if kind == "neg":
+        return is_literal(node[1])
+    if kind == "div":
+        return _is_integer_literal(node[1]) and _is_integer_literal(node[2])
+    if kind == "pow":
+        return node[1] == ("num", 10, 0) and _is_integer_literal(node[2])
+    if kind == "mul":
+        return node[1][0] == "num" and node[2][0] == "pow" and is_literal(node[2])
+    return False

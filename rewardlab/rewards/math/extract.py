@@ -1,236 +1,350 @@
-"""Find the final answer in a completion.
+"""Find the final answer a completion commits to.
 
-Sources, tried in a fixed order so that the rule is predictable:
+The policy, in one place:
 
-1. ``\\boxed{...}`` / ``\\fbox{...}`` with nested braces. Which box counts is a setting: the last
-   one, the first one, or (default) every distinct box in the final paragraph, joined as a list.
-   The default means "\\boxed{2} or \\boxed{3}" is the answer "2, 3", which matches neither 2 nor 3,
-   while an intermediate result boxed in an earlier paragraph does not count.
-2. "The (final) answer is ..." / "Answer: ..." (the last occurrence).
-3. A math span (``$...$``, ``\\(...\\)``, ``\\[...\\]``) on the final line.
-4. The final line itself, when it is short or states a conclusion ("Therefore, there are 12 ...").
-5. Only if asked for: the last number anywhere in the text.
+1. The text is read as a reader sees it (`text.reader_text`: no invisible characters, comments
+   or code blocks), inside the answer region the reward chose (reasoning is not the answer).
+2. **Explicit answer statements**, anywhere in that text, in order:
 
-A sentence found by 2 or 4 is narrowed to its answer: a math span that is the whole sentence,
-else what follows its last "is" / "are" / "equals", else its last math span.
+   - ``\\boxed{...}`` and ``\\fbox{...}``; the distinct boxes of one paragraph are one statement
+     (several different boxes there are a list, which matches no single answer);
+   - answer phrases: "The (final / correct / ...) answer is ...", "Answer: ...", "**Answer:**
+     ...", "ANSWER: ...", Minerva's "Final Answer: The final answer is $X$. I hope it is
+     correct."; the value is read from the rest of the phrase's sentence; a phrase whose
+     sentence holds a box is that box's statement, and one inside a condition ("if the answer
+     is 5") states nothing;
+   - GSM8K's "#### X";
+   - "A: X" as the final line.
+
+3. Without any explicit statement, **the final line** (after pleasantries such as "I hope this
+   helps!"), when it concludes ("Therefore, ..."), holds mathematics, or is short.
+4. Only if asked for: the last number anywhere.
+
+What the reward does with them: **every** explicit statement must be the reference's answer,
+so a completion that states two different answers ("\\boxed{5}. Wait, I made an error. The
+correct answer is 7.") earns nothing, whichever is right. A negated statement ("it cannot be
+5") states nothing (`commitment`). Words after the last statement that take it back ("Wait, I
+made an error in step 2.") leave no answer.
+
+Every scan is linear in the text and every sentence is read to a bounded length, so no
+completion can make extraction slow.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-BoxChoice = Literal["last", "first", "final_paragraph"]
+from rewardlab.rewards.math.commitment import (
+    MAX_SENTENCE_CHARS,
+    NEGATIONS,
+    Reading,
+    conditional,
+    doubted,
+    mask_math,
+    read_predicate,
+    read_sentence,
+    retraction,
+    words,
+)
+from rewardlab.rewards.math.spans import Span, box_count, boxes, math_spans
+from rewardlab.rewards.math.text import reader_text
 
-_BOX = re.compile(r"\\(?:boxed|fbox)\s*")
 _PHRASE = re.compile(
-    r"(?:final\s+answer|the\s+answer|answer)\s*(?:(?:is|:|=)\s*:?\s*|(?=\$|\\\(|\\\[))", re.IGNORECASE
+    r"\b(?:(?:final|correct|right|actual|true|corrected|exact|only|required)\s+)?answers?"
+    r"(?:\s+to\s+(?:the|this)\s+(?:question|problem))?\**[ \t]*"
+    r"(?:(?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|remains)\b[ \t]*:?|[:=])\**[ \t]*"
+    r"|\banswer[ \t]*(?=\$|\\\(|\\\[)",
+    re.IGNORECASE,
 )
-_MATH_SPAN = re.compile(
-    r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL
-)
-_CLAUSE = re.compile(r"\b(?:is|are|equals|was|were)\s+|=\s*", re.IGNORECASE)
+_HASHES = re.compile(r"(?:^|(?<=\s))####[ \t]*(?=[-+$\\(\d.])", re.MULTILINE)
+# "A: X" opening the final line, or after its last sentence ("... in one week. A: 77").
+_LABEL_LINE = re.compile(r"(?:^|(?<=[.!?:\])$]\s))\**A\**\s*:\**\s*(?=\S)")
 _CONCLUSION = re.compile(
-    r"\b(?:therefore|thus|so|hence|in total|in conclusion|finally)\b,?\s*", re.IGNORECASE
+    r"\b(?:therefore|thus|so|hence|in\s+total|in\s+conclusion|finally|altogether|overall)\b,?\s*",
+    re.IGNORECASE,
 )
-_LONE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*\\?%)?(?![\w.]*\d)")
-_VERB = re.compile(r"\b(?:is|are|equals|was|were|be)\s+", re.IGNORECASE)
-_HEDGE_WORDS = re.compile(r"\b(?:or|otherwise|alternatively|either|unless)\b", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[^\s.])\.\s+(?=[A-Z])")
-MAX_CONCLUSION_LINE = 300
+_SIGN_OFF = re.compile(
+    r"^(?:i\s+hope\b|hope\s+(?:this|it|that)\b|let\s+me\s+know\b|feel\s+free\b|if\s+you\s+have\b|"
+    r"please\s+let\b|good\s+luck\b|happy\s+to\s+help\b|thank\s+you\b|thanks\b|cheers\b|[-*_=#\s]+$)",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[^\s.])\.(?:\s+(?=[A-Z])|\s*$)|\n")
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_PLACEHOLDER = re.compile(r"^\s*(?:\\phantom\{[^{}]*\}|\\quad|\\;|\s)*$")
+MAX_CONCLUSION_LINE = 300
 MAX_FINAL_LINE = 80
-MAX_BOX_CONTENT = 4096
-MAX_BOXES = 64
-#: Answer phrases and final lines are looked for in the completion's last this many characters,
-#: which bounds the work a flood of text can cause.
+MAX_STATEMENTS = 32
+#: More boxes or answer phrases than this is no answer anyone wrote to be read.
+MAX_MARKERS = 256
+#: Final lines are looked for in the text's last this many characters.
 TAIL_WINDOW = 8000
+#: A retraction is looked for this far after the last statement.
+RETRACTION_WINDOW = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One explicit answer: the value read, how it was found, the text it was read from (a box's
+    content or the sentence after an answer phrase; multiple-choice letters are read from it),
+    and where it starts and ends in the text."""
+
+    answer: str
+    method: str
+    sentence: str
+    start: int
+    end: int
 
 
 @dataclass(frozen=True, slots=True)
 class Extraction:
-    """The answer found in a completion and where it came from."""
+    """The statements a completion makes, or why it makes none (``refusal``)."""
 
-    answer: str | None
-    method: str
-    candidates: tuple[str, ...] = ()
+    statements: tuple[Statement, ...] = ()
+    refusal: str | None = None
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """The distinct answers stated, in order."""
+        return tuple(dict.fromkeys(statement.answer for statement in self.statements))
+
+    @property
+    def answer(self) -> str | None:
+        """The last answer stated (the only one, when the completion commits)."""
+        return self.statements[-1].answer if self.statements else None
+
+    @property
+    def method(self) -> str:
+        return self.statements[-1].method if self.statements else "none"
 
 
-def _braced(text: str, start: int) -> tuple[str, int] | None:
-    """Content of the brace group opening at ``start`` and the index after it.
+def _sentence_start(text: str, position: int) -> int:
+    """Where the sentence holding ``position`` starts (bounded look-back)."""
+    window_start = max(0, position - MAX_SENTENCE_CHARS)
+    window = text[window_start:position]
+    cut = max(window.rfind("\n"), window.rfind(". "), window.rfind("? "), window.rfind("! "))
+    return window_start + cut + 1 if cut != -1 else window_start
 
-    The scan stops after `MAX_BOX_CONTENT` characters (no answer is that long), so that text
-    full of unclosed boxes costs linear time; the content is then the cut-off text.
-    """
-    if start >= len(text) or text[start] != "{":
-        return None
-    depth = 0
-    end = min(len(text), start + MAX_BOX_CONTENT)
-    for index in range(start, end):
-        char = text[index]
-        if char == "\\":
+
+def _sentence_after(text: str, start: int) -> str:
+    """The rest of the sentence from ``start``: to the line end or the full stop before a new
+    sentence; a math span that opens at ``start`` may run over lines ("Answer: $\\n 9 \\n$")."""
+    window = text[start : start + MAX_SENTENCE_CHARS]
+    leading = len(window) - len(window.lstrip())
+    spans = math_spans(window)
+    skip = spans[0].end if spans and spans[0].start == leading else 0
+    end = _SENTENCE_END.search(window, skip)
+    return window[: end.start() if end else len(window)]
+
+
+def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list[str]]:
+    """One statement per paragraph holding boxes, and the refusals among them."""
+    statements, refusals = [], []
+    paragraphs: dict[int, list[Span]] = {}
+    for box in found:
+        paragraph_start = text.rfind("\n\n", 0, box.start)
+        paragraphs.setdefault(paragraph_start, []).append(box)
+    for group in paragraphs.values():
+        contents = list(dict.fromkeys(box.content for box in group))
+        lead = mask_math(text[_sentence_start(text, group[0].start) : group[0].start])
+        if any(word in NEGATIONS for word in words(lead)[-3:]):
+            refusals.append(f"the boxed answer is negated: {lead[-60:].strip()!r}")
             continue
-        if char == "{" and text[index - 1] != "\\":
-            depth += 1
-        elif char == "}" and text[index - 1] != "\\":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : index], index + 1
-    return (text[start + 1 : end], end) if end - start >= MAX_BOX_CONTENT else None
+        answer = ", ".join(contents)
+        trail = _sentence_after(text, group[-1].end)
+        if doubted("# " + mask_math(trail), 0):
+            # "\boxed{5} or more", "\boxed{5} is wrong": the words go with the value, which then
+            # reads as the hedge it is.
+            answer = f"{answer} {trail.strip()}"
+        statements.append(Statement(answer, "boxed", answer, group[0].start, group[-1].end))
+    return statements, refusals
 
 
-def boxed_answers(text: str) -> list[tuple[str, int]]:
-    """Every boxed content with its position; ``\\boxed 5`` (no braces) counts as "5"."""
-    found = []
-    matches = list(_BOX.finditer(text))
-    if len(matches) > MAX_BOXES:
-        # Only the first and last boxes can be chosen; skip the middle of a box flood.
-        matches = matches[: MAX_BOXES // 8] + matches[-(MAX_BOXES - MAX_BOXES // 8) :]
-    for match in matches:
-        group = _braced(text, match.end())
-        if group is not None:
-            content = group[0]
-        elif text.startswith("{", match.end()):
-            continue  # a box cut off before its closing brace holds no answer
-        else:
-            bare = re.match(r"[^\s$]+", text[match.end() :])
-            if bare is None:
-                continue
-            content = bare.group()
-        if not _PLACEHOLDER.match(content):
-            found.append((content.strip(), match.start()))
-    return found
+def _phrase_statements(
+    text: str, matches: list[re.Match[str]], box_starts: list[int]
+) -> tuple[list[Statement], list[str]]:
+    statements, refusals = [], []
+    for index, match in enumerate(matches):
+        sentence = _sentence_after(text, match.end())
+        end = match.end() + len(sentence)
+        following = matches[index + 1].start() if index + 1 < len(matches) else len(text)
+        boxed = bisect.bisect_left(box_starts, match.end()) < bisect.bisect_left(box_starts, end)
+        if following < end or boxed or not sentence.strip():
+            continue  # a later phrase or a box in the same sentence states it, or nothing does
+        if conditional(text[_sentence_start(text, match.start()) : match.start()]):
+            continue
+        # "the answer is X" is followed by its value; "Answer: The largest n is 34." by a sentence.
+        labelled = match.group().rstrip(" \t*").endswith(":")
+        _add(
+            statements,
+            refusals,
+            read_sentence(sentence) if labelled else read_predicate(sentence),
+            method="answer_phrase",
+            sentence=sentence,
+            at=match.end(),
+        )
+    return statements, refusals
 
 
-def _choose_boxes(text: str, boxes: list[tuple[str, int]], choice: BoxChoice) -> str:
-    if choice == "first":
-        return boxes[0][0]
-    if choice == "last":
-        return boxes[-1][0]
-    final_paragraph_start = text.rfind("\n\n", 0, boxes[-1][1]) + 1
-    distinct: list[str] = []
-    for content, position in boxes:
-        if position >= final_paragraph_start and content not in distinct:
-            distinct.append(content)
-    return ", ".join(distinct)
-
-
-def _span_content(match: re.Match[str]) -> str:
-    return next(group for group in match.groups() if group is not None).strip()
+def _add(
+    statements: list[Statement], refusals: list[str], reading: Reading, *, method: str, sentence: str, at: int
+) -> None:
+    if reading.answer is not None and not _is_prose(reading.answer):
+        statements.append(Statement(reading.answer, method, sentence.strip(), at, at + len(sentence)))
+    elif reading.refusal is not None:
+        refusals.append(reading.refusal)
 
 
 def _is_prose(text: str) -> bool:
-    """Words without any mathematics ("the solution", "our answer")."""
+    """Words without any mathematics ("the sum of the roots"); a one-word answer ("east") is not."""
     return not re.search(r"[\d\\$=^]", text) and len(re.findall(r"[A-Za-z]{3,}", text)) >= 2
 
 
-def narrow(sentence: str) -> str:
-    """The answer inside a sentence that states it (see the module docstring)."""
-    sentence = sentence.strip().rstrip(".").strip()
-    whole = _MATH_SPAN.fullmatch(sentence)
-    if whole is not None:
-        return _span_content(whole)
-    # Clauses outside math only: the "=" in "$x = 3$" is part of the answer.
-    outside_math = _MATH_SPAN.sub(lambda span: "#" * len(span.group()), sentence)
-    clauses = list(_CLAUSE.finditer(outside_math))
-    if clauses and clauses[-1].end() == len(sentence):
-        # "9 + 9 + 8 =", "The result is": a statement cut off before its value states nothing.
-        # Taken whole, the unevaluated expression would match the answer it never gave - a hack
-        # a policy under RL was seen to find.
-        return ""
-    if clauses and clauses[-1].end() < len(sentence):
-        tail = narrow(sentence[clauses[-1].end() :])
-        if not _is_prose(tail):
-            return tail
-        # "Therefore $x \ge 5$ is the solution": the answer comes before the clause.
-        sentence = sentence[: clauses[-1].start()].strip()
-    spans = list(_MATH_SPAN.finditer(sentence))
-    if spans:
-        return _span_content(spans[-1])
-    numbers = _LONE_NUMBER.findall(sentence)
-    if len(numbers) == 1 and len(sentence.split()) >= 4:
-        # "Jane started growing it 3 hours ago": a conclusion that names one number states it.
-        return numbers[0].strip()
-    return sentence
+def _final_line(text: str) -> tuple[int, str] | None:
+    """The last non-blank line and where it starts; closing pleasantries ("I hope this helps!")
+    and rules ("---") after it are passed over."""
+    end, passed = len(text), 0
+    while end > 0:
+        start = text.rfind("\n", 0, end) + 1
+        line = text[start:end].strip()
+        end = start - 1
+        if not line:
+            continue
+        if _SIGN_OFF.match(line) and passed < 3:
+            passed += 1
+            continue
+        return start, line
+    return None
 
 
-def _whole_statement(line: str) -> str | None:
-    """A line that offers several values ("$2$ or $3$", "$x=2$ and $x=3$") is answered by all of
-    it, with the math unwrapped, not by one of its spans; None for a line with one value."""
-    outside_math = _MATH_SPAN.sub(lambda span: "#" * len(span.group()), line)
-    if len(list(_MATH_SPAN.finditer(line))) < 2 and not _HEDGE_WORDS.search(outside_math):
+def _labelled_final_line(text: str) -> Statement | None:
+    """A final line "A: X" (the answer line of GSM8K-style few-shot prompts)."""
+    final = _final_line(text)
+    labels = [] if final is None else list(_LABEL_LINE.finditer(final[1]))
+    if not labels:
         return None
-    # "The solutions are $x=2$ or $x=3$": what follows the first "is"/"are" states the values.
-    verb = _VERB.search(outside_math)
-    if verb is not None:
-        line = line[verb.end() :]
-    return _MATH_SPAN.sub(lambda span: f" {_span_content(span)} ", line).strip().rstrip(".")
-
-
-def _after_phrase(text: str) -> str | None:
-    matches = list(_PHRASE.finditer(text))
-    if not matches:
+    stated = final[1][labels[-1].end() :]
+    reading = read_predicate(stated)
+    if reading.answer is None:
         return None
-    rest = text[matches[-1].end() :]
-    # The answer's sentence ends at the line end or at a full stop before a new sentence.
-    line = _SENTENCE_END.split(rest.split("\n", 1)[0], maxsplit=1)[0]
-    if (statement := _whole_statement(line)) is not None:
-        return statement or None
-    span = _MATH_SPAN.match(rest)
-    if span is not None:
-        # A math span may run over several lines ("Answer: $\n 9 \n$").
-        return _span_content(span) or None
-    return narrow(line) or None
+    return Statement(
+        reading.answer, "answer_label", stated, final[0] + labels[-1].start(), final[0] + len(final[1])
+    )
 
 
-def final_line(text: str) -> str | None:
-    """The last line that is not blank, stripped; None for a blank text."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else None
+def _final_line_statement(text: str) -> tuple[Statement | None, str | None]:
+    offset = max(0, len(text) - TAIL_WINDOW)
+    final = _final_line(text[offset:])
+    if final is None:
+        return None, None
+    position, line = final[0] + offset, final[1]
+    conclusions = list(_CONCLUSION.finditer(line))
+    if conclusions and len(line) <= MAX_CONCLUSION_LINE:
+        reading = read_sentence(line[conclusions[-1].end() :])
+    elif len(line) <= (MAX_CONCLUSION_LINE if math_spans(line) else MAX_FINAL_LINE):
+        reading = read_sentence(line)
+    else:
+        return None, None
+    if reading.answer is None or _is_prose(reading.answer):
+        return None, reading.refusal
+    concluded_at = position + (conclusions[-1].start() if conclusions else 0)
+    if len(_NUMBER.findall(reading.answer)) > 1 and (
+        restated := _restated_result(text, concluded_at, reading)
+    ):
+        return Statement(restated, "final_line", line, position, position + len(line)), None
+    method = "final_math" if math_spans(line) and not conclusions else "final_line"
+    return Statement(reading.answer, method, line, position, position + len(line)), None
+
+
+_RESULT = re.compile(r"=\s*\\?\$?\s*(-?\d[\d,]*(?:\.\d+)?)")
+
+
+def _restated_result(text: str, concluded_at: int, reading: Reading) -> str | None:
+    """The one number of a concluding sentence with several ("So she spends 34 hours in 4
+    weeks.") that the work before it computed last ("... = 34 hours"); None if not exactly one.
+
+    A conclusion restates its result among the question's givens; the last computation tells
+    which number is the result, where picking the last number would pick a given.
+    """
+    if reading.answer is None or doubted(mask_math(reading.answer), None):
+        return None
+    results = list(_RESULT.finditer(text, max(0, concluded_at - RETRACTION_WINDOW), concluded_at))
+    if not results:
+        return None
+    result = results[-1].group(1).replace(",", "")
+    matching = {n for n in _NUMBER.findall(reading.answer) if n.replace(",", "") == result}
+    return matching.pop() if len(matching) == 1 else None
 
 
 def extract_answer(
-    text: str,
-    *,
-    box_choice: BoxChoice = "final_paragraph",
-    use_phrases: bool = True,
-    use_final_line: bool = True,
-    last_number_fallback: bool = False,
+    text: str, *, use_phrases: bool = True, use_final_line: bool = True, last_number_fallback: bool = False
 ) -> Extraction:
-    """The final answer in ``text`` (see the module docstring for the order of sources)."""
-    boxes = boxed_answers(text)
-    if boxes:
-        return Extraction(_choose_boxes(text, boxes, box_choice), "boxed", tuple(b for b, _ in boxes))
-    tail = text[-TAIL_WINDOW:]
-    if use_phrases and (answer := _after_phrase(tail)) is not None:
-        return Extraction(answer, "answer_phrase")
-    line = final_line(tail)
-    if use_final_line and line is not None:
-        conclusions = list(_CONCLUSION.finditer(line))
-        if conclusions and len(line) <= MAX_CONCLUSION_LINE:
-            return Extraction(narrow(line[conclusions[-1].end() :]) or None, "final_line")
-        spans = list(_MATH_SPAN.finditer(line))
-        if (statement := _whole_statement(line)) is not None:
-            return Extraction(statement, "final_math")
-        if spans:
-            return Extraction(_span_content(spans[-1]), "final_math")
-        if len(line) <= MAX_FINAL_LINE:
-            return Extraction(narrow(line) or None, "final_line")
-    if last_number_fallback:
-        numbers = _NUMBER.findall(text)
-        if numbers:
-            return Extraction(numbers[-1], "last_number")
-    return Extraction(None, "none")
+    """The answers ``text`` commits to (see the module docstring)."""
+    text = reader_text(text)
+    if box_count(text) > MAX_MARKERS:
+        return Extraction(refusal=f"more than {MAX_MARKERS} boxes: no single answer")
+    found = boxes(text)
+    phrases = []
+    for match in _PHRASE.finditer(text) if use_phrases else ():
+        if len(phrases) == MAX_MARKERS:
+            return Extraction(refusal=f"more than {MAX_MARKERS} answer phrases: no single answer")
+        phrases.append(match)
+    statements, refusals = _box_statements(text, found)
+    if use_phrases:
+        phrased, refused = _phrase_statements(text, phrases, [box.start for box in found])
+        statements += phrased
+        refusals += refused
+        for match in _HASHES.finditer(text):
+            sentence = _sentence_after(text, match.end())
+            _add(
+                statements,
+                refusals,
+                read_predicate(sentence),
+                method="hash",
+                sentence=sentence,
+                at=match.end(),
+            )
+        if not statements and (labelled := _labelled_final_line(text)) is not None:
+            statements = [labelled]
+    statements.sort(key=lambda statement: statement.start)
+    if len(statements) > MAX_STATEMENTS:
+        return Extraction(refusal=f"more than {MAX_STATEMENTS} answer statements: no single answer")
+    if statements:
+        taken_back = retraction(text[statements[-1].end : statements[-1].end + RETRACTION_WINDOW])
+        if taken_back is not None:
+            return Extraction(refusal=f"the completion takes its answer back ({taken_back!r})")
+        return Extraction(tuple(statements))
+    if use_final_line:
+        statement, refusal = _final_line_statement(text)
+        if statement is not None:
+            return Extraction((statement,))
+        if refusal is not None:
+            refusals.append(refusal)
+    if last_number_fallback and (number := _last_number(text)) is not None:
+        return Extraction((number,))
+    return Extraction(refusal=refusals[-1] if refusals else None)
 
 
-def reference_answer(reference: str) -> str:
-    """The gold answer inside a reference: a boxed answer, the part after GSM8K's "####", or the
-    whole reference when it is already a bare answer."""
-    boxes = boxed_answers(reference)
-    if boxes:
-        return boxes[-1][0]
-    if "####" in reference:
-        return reference.rsplit("####", 1)[1].strip()
-    return reference.strip()
+def _last_number(text: str) -> Statement | None:
+    numbers = list(_NUMBER.finditer(text))
+    if not numbers:
+        return None
+    last = numbers[-1]
+    return Statement(last.group(), "last_number", last.group(), last.start(), last.end())
+
+
+def reference_answer(reference: str) -> str | None:
+    """The gold answer inside a reference: a bare answer as it is; from a whole solution, its
+    boxed answer (the last box), GSM8K's "#### X" or final "A: X", or the answer it states.
+    None when a solution states no answer."""
+    text = reader_text(reference).strip()
+    found = boxes(text) if box_count(text) <= MAX_MARKERS else []
+    if found:
+        return found[-1].content
+    hashes = list(_HASHES.finditer(text))
+    if hashes:
+        return _sentence_after(text, hashes[-1].end()).strip() or None
+    if "\n" not in text and len(text) <= MAX_CONCLUSION_LINE and not _PHRASE.search(text):
+        return text or None
+    extraction = extract_answer(text)
+    return extraction.answer if extraction.statements and len(extraction.answers) == 1 else None

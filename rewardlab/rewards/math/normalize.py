@@ -9,12 +9,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rewardlab.rewards.math.commitment import MEANING_WORDS, words
+from rewardlab.rewards.math.text import math_unicode
 from rewardlab.rewards.math.units import Unit, split_unit
 
 _DELIMITERS = (("$$", "$$"), ("$", "$"), (r"\(", r"\)"), (r"\[", r"\]"))
 # (?<!\\) keeps a row break "\\\\ " of a matrix from reading as the spacing command "\\ ".
 _SPACING = re.compile(r"(?<!\\)\\[,;: ]|\\q?quad(?![a-zA-Z])|~")
-_THOUSANDS_SPACING = re.compile(r"(?<=\d)(?:\\,|\{,\}|(?<!\\)\\ |\\;|\s)(?=\d{3}(?!\d))")
+_THOUSANDS_SPACING = re.compile(r"(?<=\d)\s?(?:\\,|\{,\s?\}|(?<!\\)\\ |\\;|\s)(?=\d{3}(?!\d))")
 _SIZED = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?:\.|(?=[()\[\]|])|(?=\\[{}|]))")
 _FRAC = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 _TEMPERATURE = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\text\{\s*)?\s*[CF]\s*\}?\s*$")
@@ -27,63 +29,23 @@ _TEXT_COMMAND = re.compile(
 )
 _MULTIPLIER = re.compile(r"(?<=[\d}])\s*\b(hundred|thousand|million|billion|trillion)\b", re.IGNORECASE)
 _MULTIPLIERS = {"hundred": "2", "thousand": "3", "million": "6", "billion": "9", "trillion": "12"}
-# Words after a number that hedge or change it ("3 or more", "5 is wrong", "3 squared"): the
-# answer is then not the number, and stripping them as if they were a unit would pass it.
-_MEANING_WORDS = frozenset(
-    {
-        "or",
-        "nor",
-        "otherwise",
-        "alternatively",
-        "either",
-        "unless",
-        "if",
-        "except",
-        "between",
-        "more",
-        "less",
-        "fewer",
-        "greater",
-        "smaller",
-        "larger",
-        "least",
-        "most",
-        "over",
-        "under",
-        "than",
-        "is",
-        "are",
-        "was",
-        "were",
-        "not",
-        "wrong",
-        "incorrect",
-        "plus",
-        "minus",
-        "times",
-        "divided",
-        "squared",
-        "cubed",
-        "dozen",
-        "half",
-        "twice",
-        "double",
-        "triple",
-        "power",
-        "root",
-    }
-)
 # Qualifiers that do not change the stated number.
 _QUALIFIERS = re.compile(
     r"\(?\s*(?<![\\a-zA-Z])(?:approximately|approx|about|roughly|around|exactly)\b\.?\s*\)?", re.IGNORECASE
 )
 _MARKDOWN_EMPHASIS = re.compile(r"\*\*|__")
-# Trailing words after a quantity ("18 dollars"); a.m./p.m. stay, they change a time's value.
-_UNIT_WORDS = re.compile(r"(?<=[\d}).])(?:\s*(?![ap]\.?m\b)[a-zA-Z]{2,}(?:\s*\^\{?[23]\}?)?\.?)+\s*$", re.I)
+# A word after a quantity ("18 dollars", "12 cm^2"); a.m./p.m. stay, they change a time's value.
+_TRAILING_WORD = re.compile(r"(?![ap]\.?m\.?$)[a-zA-Z]{2,}(?:\^\{?[23]\}?)?\.?|\^\{?[23]\}?", re.IGNORECASE)
+# A parenthesised word or two after a quantity: "18 (dollars)".
+_TRAILING_PARENTHESIS = re.compile(r"(?<=[\d}).])\s*\([A-Za-z][A-Za-z ]{0,40}\)$")
 THOUSANDS = re.compile(r"^-?(?!0,)\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 # "0,111": a comma after a leading zero is a decimal comma ("3,10" stays a list of two).
 _DECIMAL_COMMA = re.compile(r"^-?0,\d+$")
+# "\15": a dollar sign lost from "\$15".
+_STRAY_BACKSLASH = re.compile(r"\\(?=\d)")
+_CURRENCY_SIGNS = str.maketrans("", "", "€£¥¢")
 _COMMANDS = re.compile(r"\\[a-zA-Z]+")
+_WORDS_ONLY = re.compile(r"[A-Za-z][A-Za-z '’.-]*")
 _EMPTY_SET = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\\O|no solutions?|none|∅)$", re.IGNORECASE)
 EMPTY_SET = r"\emptyset"
 
@@ -123,9 +85,22 @@ def _strip_end(pattern: re.Pattern[str], text: str) -> tuple[str, bool]:
     return stripped, stripped != text
 
 
+def _without_trailing_words(text: str) -> str:
+    """``text`` without the words after its quantity ("18 dollars every day" -> "18"); words
+    that change the value are caught before this (`Normalized.hedged`). One pass over the words,
+    from the end: no backtracking, whatever the text."""
+    text = _TRAILING_PARENTHESIS.sub("", text)
+    tokens = text.split(" ")
+    cut = len(tokens)
+    while cut > 1 and _TRAILING_WORD.fullmatch(tokens[cut - 1]):
+        cut -= 1
+    head = " ".join(tokens[:cut])
+    return head if cut < len(tokens) and head[-1:] in tuple("0123456789}).") else text
+
+
 def normalize(text: str) -> Normalized:
     """Clean an answer for comparison; see the module docstring for what is removed."""
-    text = strip_delimiters(text)
+    text = strip_delimiters(math_unicode(text))
     text = re.sub(r"\\[lr]?vert\b|\\[lr]?Vert\b", "|", text)
     text = text.replace(r"\displaystyle", "").replace("−", "-").replace(r"\mathbb{R}", r"(-\infty,\infty)")
     text = re.sub(r",\s*\\!\s*", ",", text).replace(r"\!", "")
@@ -133,13 +108,17 @@ def normalize(text: str) -> Normalized:
     text = _SPACING.sub(" ", text)
     text = _SIZED.sub("", text)
     text = _FRAC.sub(r"\\frac", text)
-    text = text.replace(r"\$", "").replace("$", "")
+    text = _STRAY_BACKSLASH.sub("", text).replace(r"\$", "").replace("$", "")
+    text = text.replace(r"\euro", "").translate(_CURRENCY_SIGNS)
     text = _MARKDOWN_EMPHASIS.sub("", text)
     text = text.replace(r"\{", "\0LB").replace(r"\}", "\0RB")
     text = _TEXT_COMMAND.sub(lambda m: f" {m.group(1).strip()} ", text)
     text = _QUALIFIERS.sub(" ", text)
     text = re.sub(r"\s+", " ", text).strip().rstrip(".,;").strip()
-    hedged = any(word in _MEANING_WORDS for word in re.findall(r"[a-z]+", _COMMANDS.sub(" ", text.lower())))
+    # A words-only answer ("no", "none", "east") states no value for words to doubt.
+    hedged = not _WORDS_ONLY.fullmatch(text) and any(
+        word in MEANING_WORDS for word in words(_COMMANDS.sub(" ", text))
+    )
     text = _TEMPERATURE.sub("", text)
     text, degrees = _strip_end(_DEGREES, text)
     if not degrees:
@@ -149,7 +128,7 @@ def normalize(text: str) -> Normalized:
     text = _MULTIPLIER.sub(lambda m: rf" \times 10^{{{_MULTIPLIERS[m.group(1).lower()]}}}", text)
     text, unit = split_unit(text)
     if unit is None:
-        text = _UNIT_WORDS.sub("", text)
+        text = _without_trailing_words(text)
     text = text.strip().rstrip(".").strip()
     if THOUSANDS.match(text):
         text = text.replace(",", "")

@@ -18,12 +18,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardlab.rewards.answer_region import AnswerRegion
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
-from rewardlab.rewards.math.answer import Answer, Hedged, InvalidAnswer, is_choice_letter, parse_answer
+from rewardlab.rewards.math.answer import (
+    Answer,
+    Equation,
+    Hedged,
+    InvalidAnswer,
+    Scalar,
+    is_choice_letter,
+    parse_answer,
+)
 from rewardlab.rewards.math.cas import CasVerdict, cas_equivalent
-from rewardlab.rewards.math.compare import answers_equal
-from rewardlab.rewards.math.expression import Unsupported
-from rewardlab.rewards.math.extract import BoxChoice, extract_answer, reference_answer
+from rewardlab.rewards.math.compare import APPROXIMATION_DIGITS, answers_equal, uses_pi
+from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, is_literal, variables
+from rewardlab.rewards.math.extract import extract_answer, reference_answer
 from rewardlab.rewards.math.normalize import normalize
 from rewardlab.rewards.process_pool import (
     KillableProcessPool,
@@ -31,19 +40,24 @@ from rewardlab.rewards.process_pool import (
     TaskFailed,
     TaskTimeout,
     WorkerCrashed,
+    preload_in_workers,
 )
+from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S, checked_execution, run_per_sample
 
+CAS_WARM = "rewardlab.rewards.math.cas_warm"
 Started = CasVerdict | tuple[Status, str] | concurrent.futures.Future
 _VERDICT_CACHE_SIZE = 65536
-#: Plain numbers (thousands separated or not, each maybe in brackets) joined by +, -, *, times,
-#: cdot or div and nothing else: "17 - 7", "(9+1)", "6 \\times 7", "2 \\times (3+2)". Not
-#: "3 \\times 10^5" nor "\\frac{100 \\cdot 101}{2}" (compared by value), nor "1/2" (a fraction).
-_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-_OPERAND = rf"[({{]*{_NUMBER}[)}}]*"
-_OPERATOR = r"(?:[-+*\u2212\u2013\u00d7\u00b7\u00f7]|\\times|\\cdot|\\div)"
-_UNDONE_ARITHMETIC = re.compile(rf"{_OPERAND}(?:\s*{_OPERATOR}\s*{_OPERAND})+")
-#: A normalized gold that is one number (normalizing drops thousands separators).
-_PLAIN_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
+#: A completion longer than this is not read (no model writes an answer this long).
+MAX_COMPLETION_CHARS = 2_000_000
+_OPENERS, _CLOSERS = "([{", ")]}"
+#: An answer that starts with a relation or an operator that needs something before it
+#: ("\\geq 5", "= 5", "* 2"), or ends in one ("5+", "3 \\cdot", "x =") or trails off ("5 + ..."),
+#: is incomplete: no CAS should be asked to make a value of it.
+_INCOMPLETE_START = re.compile(r"^(?:[=<>*/^_,]|\\(?:[lg]eq?|[lg]t|neq|cdot|times|div|approx)(?![a-zA-Z]))")
+_INCOMPLETE_END = re.compile(
+    r"(?:[-+=<>*/^_,(\[{]|\\(?:[lg]eq?|[lg]t|neq|cdot|times|div|approx|[lcv]?dots)(?![a-zA-Z])|\.\.\.?)$"
+)
+_DOTS = re.compile(r"\\[lcv]?dots(?![a-zA-Z])|\.\.\.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +66,16 @@ class _Unparsed:
 
     message: str
     too_large: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A sample that the fast path settled except for its ``unsure`` answers: the CAS decides those
+    against ``gold`` (each must be equivalent for the sample to pass)."""
+
+    details: dict[str, Any]
+    gold: str
+    unsure: tuple[str, ...]
 
 
 @functools.lru_cache(maxsize=_VERDICT_CACHE_SIZE)
@@ -64,48 +88,113 @@ def _parsed(text: str, choice_expected: bool) -> Answer | _Unparsed:
         return _Unparsed(str(error), too_large=False)
 
 
+def _value_node(answer: Answer) -> Node | None:
+    """The value an answer states: a scalar's, or the right side of ``x = ...``."""
+    if isinstance(answer, Scalar):
+        return answer.node
+    if isinstance(answer, Equation) and answer.left[0] == "var":
+        return answer.right
+    return None
+
+
+def _is_number(answer: Answer | _Unparsed) -> bool:
+    node = None if isinstance(answer, _Unparsed) else _value_node(answer)
+    return node is not None and not variables(node) and is_literal(node)
+
+
+def _needs_a_number(gold: Answer | _Unparsed, predicted: Answer | _Unparsed) -> bool:
+    """Whether only a number as written answers ``gold``: a gold that is one, except a printed
+    float (it may stand for an exact value, ``4.1231056256`` for ``\\sqrt{17}``) and an angle in
+    degrees answered in radians (``\\frac{\\pi}{2}`` for ``90^\\circ``)."""
+    if not _is_number(gold) or isinstance(predicted, Hedged):
+        return False
+    assert isinstance(gold, Scalar | Equation)
+    node = _value_node(gold)
+    if (decimal_digits(node) or 0) >= APPROXIMATION_DIGITS:
+        return False
+    radians = isinstance(predicted, Scalar) and (predicted.radians or uses_pi(predicted.node))
+    return not (isinstance(gold, Scalar) and gold.degrees and radians)
+
+
+def incomplete(text: str) -> str | None:
+    """Why an answer is not a complete expression (unbalanced brackets, a dangling operator or
+    relation, a trailing ellipsis), or None."""
+    text = normalize(text).text
+    depth = 0
+    for char in text:
+        depth += (char in _OPENERS) - (char in _CLOSERS)
+        if depth < 0:
+            break
+    if depth != 0:
+        return f"{text[:80]!r} has unbalanced brackets"
+    if _INCOMPLETE_START.search(text) or _INCOMPLETE_END.search(text) or _DOTS.search(text):
+        return f"{text[:80]!r} is not a complete expression"
+    return None
+
+
 @functools.lru_cache(maxsize=_VERDICT_CACHE_SIZE)
 def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     """(verdict or None when unsure, reason) from the fast path alone; raises `InvalidAnswer`
-    for an answer too large to verify."""
-    if _arithmetic_left_undone(gold, prediction):
-        return False, f"{prediction!r} is arithmetic left undone, not a value"
+    for an answer too large to verify.
+
+    A gold that is a number as written (an integer, a decimal, a fraction, scientific notation)
+    is answered only by a number as written: "17 - 7", "2(16-3-4)", "|17 - 7|" and "9 \\cdot 2^1"
+    are arithmetic left undone, equal in value but restating a computation instead of giving
+    its result (a policy under GRPO learned to echo "The answer is 17 - 7." for "What is 17 - 7?").
+    """
     choice_expected = is_choice_letter(normalize(gold).text)
     gold_answer = _parsed(gold, choice_expected)
     predicted = _parsed(prediction, choice_expected)
     if isinstance(predicted, _Unparsed) and predicted.too_large:
         raise InvalidAnswer(predicted.message)
-    if normalize(gold) == normalize(prediction) and not choice_expected:
+    if normalize(gold) == normalize(prediction) and normalize(gold).text and not choice_expected:
         return True, None
+    if _needs_a_number(gold_answer, predicted) and not _is_number(predicted):
+        if isinstance(predicted, Scalar | Equation) and _value_node(predicted) is not None:
+            return False, f"{prediction!r} is arithmetic left undone, not a number"
+        if isinstance(predicted, _Unparsed):
+            return False, f"{prediction!r} is not a number"
     if isinstance(gold_answer, _Unparsed) or isinstance(predicted, _Unparsed):
-        return None, None
+        reason = incomplete(prediction)
+        return (False, reason) if reason is not None else (None, None)
     verdict = answers_equal(gold_answer, predicted)
     if isinstance(predicted, Hedged) and not verdict:
         return False, "the answer hedges between several values, or contradicts itself"
     return verdict, None
 
 
-def _arithmetic_left_undone(gold: str, prediction: str) -> bool:
-    """Whether a plain number is answered by a computation on numbers not carried out ("17 - 7"
-    for 10). Equal in value, it restates the question rather than answering it: a policy under
-    RL was seen to learn exactly this, echoing "The answer is 17 - 7." for "What is 17 - 7?".
-    Only an answer made of nothing but plain numbers and those operators counts (see
-    ``_UNDONE_ARITHMETIC``); an equation ("17 - 7 = 10") states its value and is compared."""
-    return (
-        _PLAIN_NUMBER.fullmatch(normalize(gold).text) is not None
-        and _UNDONE_ARITHMETIC.fullmatch(normalize(prediction).text) is not None
-    )
+def first_pass(reward: MathAnswerReward, item: tuple[int, Sample]) -> Score | Pending:
+    """Everything but the CAS for one sample (run in a rule worker, under the sample budget)."""
+    index, sample = item
+    try:
+        return reward.first_pass(sample)
+    except InvalidInput as error:
+        return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+    except Exception as error:  # noqa: BLE001 - one sample's bug must not sink the batch
+        return Score.failure(Status.ERROR, f"{sample.label(index)}: {type(error).__name__}: {error}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _reference_answer(reference: str) -> str | None:
+    return reference_answer(reference)
 
 
 class MathAnswerReward(Reward):
-    """1.0 when the completion's final answer equals the reference answer, else 0.0.
+    """1.0 when the completion commits to the reference's answer, else 0.0.
+
+    What counts as the answer is one policy, in `extract`: the answer region (reasoning is not
+    the answer), every explicit statement in it (boxes, "the answer is", "Answer:", "####",
+    "A:"), else the final line. **Every** explicit statement must be the reference's answer: a
+    completion that states two different answers, hedges ("5 or 6", "at least 5", "maybe 5"),
+    negates its answer ("it cannot be 5") or takes it back ("Wait, I made an error.") earns
+    ``incorrect_value`` with the reason.
 
     Args:
-        box_choice: Which ``\\boxed{}`` counts when there are several: ``"final_paragraph"``
-            (default: every distinct box of the last paragraph, as a list, so that hedging with
-            several boxes never matches a single answer), ``"last"`` or ``"first"``.
-        use_phrases: Accept "the answer is X" / "Answer: X" when nothing is boxed (default True).
-        use_final_line: Accept a math span on the final line, or a short final line (default True).
+        answer_region: Where the answer is read (default: outside reasoning blocks, inside an
+            answer block when there is one; ``"whole"`` for the whole completion; see
+            `rewardlab.rewards.answer_region`).
+        use_phrases: Read "the answer is X" / "Answer: X" / "#### X" / "A: X" (default True).
+        use_final_line: Without an explicit statement, read the final line (default True).
         last_number_fallback: As a last resort take the last number in the text (default False:
             it rewards answers that were never stated as answers).
         use_cas: Send pairs the fast path cannot settle to math-verify (default True). Without it,
@@ -114,25 +203,32 @@ class MathAnswerReward(Reward):
             sample gets status ``timeout`` (default 3.0).
         cas_workers: CAS worker processes (default: min(2, CPU count)).
         memory_limit_mb: Address-space limit per CAS worker (default 1024).
+        execution: ``"worker"`` (default): reading and the fast path run in a killable rule
+            worker, under ``sample_budget_s`` per sample, so no completion can stall the caller;
+            ``"inline"`` runs them in the calling thread.
+        sample_budget_s: Budget of one sample's reading and fast path (default 5.0; a real
+            completion takes well under a millisecond).
         correct_value / incorrect_value: The two reward values (default 1.0 / 0.0).
         name: Name in logs and breakdowns.
 
-    The reference may be a bare answer, a solution with a boxed answer, or a GSM8K solution
-    ending in "#### answer". A completion with no findable answer scores ``incorrect_value``
-    (an ok score: the model did not answer); a reference that cannot be read is a failure status.
+    The reference may be a bare answer or a whole solution: a MATH solution with a boxed
+    answer, a GSM8K solution with ``<<...>>`` annotations ending in "#### X" or "A: X". A
+    completion with no answer scores ``incorrect_value`` (an ok score: the model did not
+    answer); a reference with none is ``invalid_input``.
 
     Example:
         >>> from rewardlab import Sample
         >>> reward = MathAnswerReward()
-        >>> sample = Sample(completion="So $\\\\boxed{\\\\frac{1}{2}}$.", reference="0.5")
+        >>> sample = Sample(completion="So $\\boxed{\\frac{1}{2}}$.", reference="0.5")
         >>> [score.value for score in reward.score([sample])]
         [1.0]
+        >>> reward.close()
     """
 
     def __init__(
         self,
         *,
-        box_choice: BoxChoice = "final_paragraph",
+        answer_region: Any = None,
         use_phrases: bool = True,
         use_final_line: bool = True,
         last_number_fallback: bool = False,
@@ -140,15 +236,17 @@ class MathAnswerReward(Reward):
         cas_budget_s: float = 3.0,
         cas_workers: int | None = None,
         memory_limit_mb: int = 1024,
+        execution: str = "worker",
+        sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
         correct_value: float = 1.0,
         incorrect_value: float = 0.0,
         name: str = "math_answer",
     ):
-        if box_choice not in ("final_paragraph", "last", "first"):
-            raise ValueError(f"box_choice must be 'final_paragraph', 'last' or 'first', got {box_choice!r}")
         if cas_budget_s <= 0:
             raise ValueError("cas_budget_s must be positive")
-        self.box_choice = box_choice
+        self.answer_region = AnswerRegion.from_option(answer_region)
+        self.execution = checked_execution(execution, sample_budget_s)
+        self.sample_budget_s = float(sample_budget_s)
         self.use_phrases = use_phrases
         self.use_final_line = use_final_line
         self.last_number_fallback = last_number_fallback
@@ -159,15 +257,21 @@ class MathAnswerReward(Reward):
         self.correct_value = correct_value
         self.incorrect_value = incorrect_value
         self.name = name
+        self.io_bound = self.execution == "worker" or use_cas
+        preload_in_workers(CAS_WARM, __name__)
         self._pool = LazyPool(
             functools.partial(
                 KillableProcessPool,
                 self.cas_workers,
-                preload=["rewardlab.rewards.math.cas_warm"],
+                preload=[CAS_WARM],
                 memory_limit_bytes=memory_limit_mb << 20,
             )
         )
         self._cas_cache: dict[tuple[str, str], CasVerdict] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to a rule worker with every batch: the CAS verdicts stay here.
+        return {**self.__dict__, "_cas_cache": {}}
 
     def close(self) -> None:
         self._pool.close()
@@ -176,78 +280,98 @@ class MathAnswerReward(Reward):
     def pool(self) -> KillableProcessPool:
         return self._pool.get()
 
-    def _verdict_score(self, verdict: bool, reason: str | None, details: dict[str, Any]) -> Score:
-        value = self.correct_value if verdict else self.incorrect_value
-        if not verdict and reason is None:
-            reason = f"answer {details['extracted']!r} is not equivalent to {details['reference_answer']!r}"
-        return Score(value=value, reason=None if verdict else reason, details=details)
+    def _scored(self, right: bool, reason: str | None, details: dict[str, Any]) -> Score:
+        return Score(
+            value=self.correct_value if right else self.incorrect_value,
+            reason=None if right else reason,
+            details=details,
+        )
 
-    def _fast(self, sample: Sample, index: int) -> Score | tuple[str, str, dict[str, Any]]:
-        """A final score, or the (gold, prediction, details) the CAS has to settle."""
+    def first_pass(self, sample: Sample) -> Score | Pending:
+        """A final score, or the answers only the CAS can settle (see `Pending`)."""
         if not sample.reference or not str(sample.reference).strip():
             raise InvalidInput("reference", "a reference answer is required")
-        gold = reference_answer(str(sample.reference))
+        gold = _reference_answer(str(sample.reference))
+        if gold is None:
+            raise InvalidInput("reference", "the reference solution states no final answer")
+        region = self.answer_region.read(sample.completion_text)
+        details: dict[str, Any] = {"reference_answer": gold, "answer_region": region.source}
+        if region.text is None:
+            return self._scored(False, region.reason, {**details, "extracted": None, "method": "none"})
+        if len(region.text) > MAX_COMPLETION_CHARS:
+            reason = f"the answer region is {len(region.text)} characters, over {MAX_COMPLETION_CHARS}"
+            return self._scored(False, reason, {**details, "extracted": None, "method": "none"})
         extraction = extract_answer(
-            sample.completion_text,
-            box_choice=self.box_choice,
+            region.text,
             use_phrases=self.use_phrases,
             use_final_line=self.use_final_line,
             last_number_fallback=self.last_number_fallback,
         )
-        details: dict[str, Any] = {
-            "extracted": extraction.answer,
-            "method": extraction.method,
-            "reference_answer": gold,
-        }
-        if extraction.answer is None:
-            return Score(value=self.incorrect_value, reason="no final answer found", details=details)
-        try:
-            verdict, reason = fast_verdict(gold, extraction.answer)
-        except InvalidAnswer as error:
-            return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}", details=details)
-        if verdict is not None:
-            return self._verdict_score(verdict, reason, {**details, "path": "fast"})
-        return gold, extraction.answer, details
+        answers = extraction.answers
+        details.update(extracted=answers[0] if len(answers) == 1 else list(answers) or None)
+        details["method"] = extraction.method
+        if not answers:
+            return self._scored(False, extraction.refusal or "no final answer found", details)
+        choice = is_choice_letter(normalize(gold).text)
+        unsure = []
+        for statement in dict.fromkeys(extraction.statements):
+            try:
+                verdict, reason = fast_verdict(gold, statement.sentence if choice else statement.answer)
+            except InvalidAnswer as error:
+                # An answer too long to be one (a 100,000-digit box) is not the reference's answer.
+                verdict, reason = False, str(error)
+            if verdict is False:
+                reason = reason or f"answer {statement.answer!r} is not equivalent to {gold!r}"
+                if len(answers) > 1:
+                    reason = f"{len(answers)} different answers stated; {reason}"
+                return self._scored(False, reason, {**details, "path": "fast"})
+            if verdict is None:
+                unsure.append(statement.answer)
+        if not unsure:
+            return self._scored(True, None, {**details, "path": "fast"})
+        if not self.use_cas:
+            reason = "the fast path could not decide and the CAS is disabled"
+            return Score.failure(Status.PARSE_ERROR, reason, details=details)
+        return Pending(details, gold, tuple(dict.fromkeys(unsure)))
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
-        scores: list[Score | None] = [None] * len(samples)
-        waiting: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = {}
+        passes = await run_per_sample(
+            first_pass, self, samples, execution=self.execution, budget_s=self.sample_budget_s
+        )
         started: dict[tuple[str, str], Started] = {}
-        for index, sample in enumerate(samples):
-            try:
-                outcome = self._fast(sample, index)
-            except InvalidInput as error:
-                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-                continue
-            except Exception as error:  # noqa: BLE001 - one sample's bug must not sink the batch
-                reason = f"{sample.label(index)}: {type(error).__name__}: {error}"
-                scores[index] = Score.failure(Status.ERROR, reason)
-                continue
-            if isinstance(outcome, Score):
-                scores[index] = outcome
-                continue
-            gold, prediction, details = outcome
-            pair = (gold, prediction)
-            if pair not in started:
-                # Submitted now, so the CAS works while the fast path goes through the rest.
-                started[pair] = self._start_cas(pair)
-            waiting.setdefault(pair, []).append((index, details))
-        outcomes = await asyncio.gather(*(self._finish_cas(pair, started[pair]) for pair in waiting))
-        for pair, outcome in zip(waiting, outcomes, strict=True):
-            for index, details in waiting[pair]:
-                if isinstance(outcome, CasVerdict):
-                    scores[index] = self._verdict_score(
-                        outcome.equivalent, outcome.reason, {**details, "path": "cas"}
-                    )
-                else:
-                    status, reason = outcome
-                    scores[index] = Score.failure(status, reason, details=details)
-        return scores  # type: ignore[return-value]  # every slot is filled above
+        for outcome in passes:
+            if isinstance(outcome, Pending):
+                for answer in outcome.unsure:
+                    if (pair := (outcome.gold, answer)) not in started:
+                        # Submitted now, so the CAS works on all of them at once.
+                        started[pair] = self._start_cas(pair)
+        verdicts = dict(
+            zip(
+                started,
+                await asyncio.gather(*(self._finish_cas(p, s) for p, s in started.items())),
+                strict=True,
+            )
+        )
+        return [
+            self._settled(outcome, verdicts) if isinstance(outcome, Pending) else outcome
+            for outcome in passes
+        ]
+
+    def _settled(
+        self, pending: Pending, verdicts: dict[tuple[str, str], CasVerdict | tuple[Status, str]]
+    ) -> Score:
+        details = {**pending.details, "path": "cas"}
+        for answer in pending.unsure:
+            outcome = verdicts[(pending.gold, answer)]
+            if not isinstance(outcome, CasVerdict):
+                return Score.failure(outcome[0], outcome[1], details=details)
+            if not outcome.equivalent:
+                reason = outcome.reason or f"answer {answer!r} is not equivalent to {pending.gold!r}"
+                return self._scored(False, reason, details)
+        return self._scored(True, None, details)
 
     def _start_cas(self, pair: tuple[str, str]) -> Started:
-        """A cached verdict, a reason there will be none, or the running CAS comparison."""
-        if not self.use_cas:
-            return Status.PARSE_ERROR, "the fast path could not decide and the CAS is disabled"
+        """A cached verdict, or the running CAS comparison."""
         if pair in self._cas_cache:
             return self._cas_cache[pair]
         return self.pool.submit(cas_equivalent, *pair, budget_s=self.cas_budget_s)

@@ -44,6 +44,10 @@ def _units() -> dict[str, Unit]:
     add("mass", Fraction(1000), "kg", "kilogram", "kilograms")
     add("volume", Fraction(1, 1000), "ml", "mL", "milliliter", "milliliters", "millilitre", "millilitres")
     add("volume", Fraction(1), "l", "L", "liter", "liters", "litre", "litres")
+    # Money in one currency's units: "5.4 dollars" is not "5.4 cents". A bare "$" is dropped
+    # with the other delimiters, so "$18" and "18 dollars" both read as 18.
+    add("money", Fraction(1), "dollar", "dollars", "usd", "USD")
+    add("money", Fraction(1, 100), "cent", "cents")
     return {name: Unit(dimension, scale) for name, (dimension, scale) in table.items()}
 
 

@@ -51,7 +51,10 @@ def verdict(gold, prediction):
         (r"0.\overline{3}", r"\frac{1}{3}", True),
         (r"\frac{71}{6}", "11 5/6", True),
         (r"-\frac{35}{9}", r"-3\frac{8}{9}", True),
-        ("999", "4343_6", True),
+        ("4343_6", "4343_{6}", True),
+        ("4343_6", "4343", True),  # the digits asked for, without the base written
+        ("4343_6", "999", False),  # the value in base ten is not the numeral asked for
+        ("999", "4343_6", False),
         ("4343_6", "4343_5", False),
         (r"5 \text{ cm}", r"50 \text{ mm}", True),
         (r"5 \text{ cm}", r"5 \text{ m}", False),

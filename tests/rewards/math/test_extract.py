@@ -1,6 +1,7 @@
 import pytest
 
-from rewardlab.rewards.math.extract import boxed_answers, extract_answer, reference_answer
+from rewardlab.rewards.math.extract import extract_answer, reference_answer
+from rewardlab.rewards.math.spans import boxes
 
 
 def test_nested_braces_in_a_box():
@@ -11,17 +12,15 @@ def test_unbraced_box():
     assert extract_answer(r"answer: $\boxed 7$").answer == "7"
 
 
-def test_box_choice_modes():
+def test_every_paragraph_with_boxes_is_a_statement():
     text = "First \\boxed{1}.\n\nThen \\boxed{2} or \\boxed{3}."
-    assert extract_answer(text, box_choice="last").answer == "3"
-    assert extract_answer(text, box_choice="first").answer == "1"
-    # Every distinct box of the final paragraph: hedging between boxes becomes a list.
-    assert extract_answer(text).answer == "2, 3"
-    assert extract_answer("x \\boxed{5}\n\nso \\boxed{5}").answer == "5"
+    # The distinct boxes of one paragraph are one statement: hedging between boxes is a list.
+    assert extract_answer(text).answers == ("1", "2, 3")
+    assert extract_answer("x \\boxed{5}\n\nso \\boxed{5}").answers == ("5",)
 
 
 def test_placeholder_boxes_are_ignored():
-    assert [b for b, _ in boxed_answers(r"\boxed{\phantom{2}} \boxed{4}")] == ["4"]
+    assert [box.content for box in boxes(r"\boxed{\phantom{2}} \boxed{4}")] == ["4"]
 
 
 @pytest.mark.parametrize(

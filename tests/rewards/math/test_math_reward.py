@@ -29,10 +29,16 @@ def test_fast_path_correct_and_incorrect(reward):
 
 
 def test_cas_path_settles_what_the_fast_path_cannot(reward):
-    result = score(reward, r"The answer is $\boxed{\sum_{k=1}^{4} k}$", "10")
+    result = score(reward, r"The answer is $\boxed{\sum_{k=1}^{4} x}$", "4x")
     assert result.value == 1.0 and result.details["path"] == "cas"
-    wrong = score(reward, r"\boxed{\lfloor 3.7 \rfloor}", "4")
+    wrong = score(reward, r"\boxed{\lfloor x \rfloor}", "x")
     assert wrong.value == 0.0 and wrong.details["path"] == "cas"
+
+
+def test_a_number_is_answered_by_a_number_not_by_a_computation(reward):
+    for completion in (r"\boxed{\sum_{k=1}^{4} k}", r"\boxed{\lfloor 3.7 \rfloor}", r"\boxed{2^3 + 2}"):
+        result = score(reward, completion, "10")
+        assert result.value == 0.0 and result.details["path"] == "fast", result.reason
 
 
 def test_references_in_solution_and_gsm8k_form(reward):
@@ -62,7 +68,7 @@ def test_chat_completion(reward):
 def test_pathological_inputs_end_within_budget_with_a_status():
     reward = MathAnswerReward(cas_budget_s=1.5)
     samples = [
-        Sample(completion=r"\boxed{10^{10^{10^{10}}}}", reference="1"),
+        Sample(completion=r"\boxed{(x+1)^{2000} - (x-1)^{2000}}", reference="(x+2)^{2000}"),
         Sample(completion="\\boxed{" + "1" * 100_000 + "}", reference="1"),
         Sample(completion="\\boxed{" + r"\frac{1}{" * 300 + "2" + "}" * 300 + "}", reference="1"),
         Sample(completion=r"\boxed{2}", reference="2"),
@@ -72,11 +78,11 @@ def test_pathological_inputs_end_within_budget_with_a_status():
     elapsed = time.monotonic() - started
     reward.close()
     assert elapsed < 1.5 * 2 + 2.0, elapsed  # one budget per CAS comparison, two workers, plus start-up
-    # A power tower the fast path refuses and sympy cannot finish: the CAS budget ends it.
+    # Powers the fast path refuses and sympy grinds on: the CAS budget ends it.
     assert scores[0].status is Status.TIMEOUT and "budget" in scores[0].reason
-    assert scores[1].status is Status.INVALID_INPUT and "2000-character limit" in scores[1].reason
+    assert scores[1].value == 0.0 and "2000-character limit" in scores[1].reason
     # 300 nested fractions are longer than any answer: refused before any parsing.
-    assert scores[2].status is Status.INVALID_INPUT
+    assert scores[2].value == 0.0 and "limit" in scores[2].reason
     assert scores[3].value == 1.0
 
 
@@ -94,7 +100,7 @@ def test_works_from_threads_and_from_a_running_event_loop(reward):
     results = []
 
     def worker():
-        results.append(score(reward, r"\boxed{\sum_{k=1}^{2} k^2}", "5").value)
+        results.append(score(reward, r"\boxed{\sum_{k=1}^{2} k^2 x}", "5x").value)
 
     threads = [threading.Thread(target=worker) for _ in range(3)]
     for thread in threads:
@@ -103,9 +109,9 @@ def test_works_from_threads_and_from_a_running_event_loop(reward):
         thread.join()
 
     async def in_loop():
-        awaited = await reward.ascore([Sample(completion=r"\boxed{\sum_{k=0}^{2} k^3}", reference="9")])
+        awaited = await reward.ascore([Sample(completion=r"\boxed{\sum_{k=0}^{2} k^3 x}", reference="9x")])
         # The sync form, called from inside a running loop (a notebook, an async trainer).
-        synchronous = reward.score([Sample(completion=r"\boxed{\sum_{k=0}^{3} k}", reference="6")])
+        synchronous = reward.score([Sample(completion=r"\boxed{\sum_{k=0}^{3} k x}", reference="6x")])
         return awaited[0].value, synchronous[0].value
 
     assert results == [1.0, 1.0, 1.0]
@@ -113,7 +119,7 @@ def test_works_from_threads_and_from_a_running_event_loop(reward):
 
 
 def test_identical_pairs_in_a_batch_are_compared_once(reward):
-    samples = [Sample(completion=r"\boxed{\sum_{k=1}^{5} k}", reference="15") for _ in range(8)]
+    samples = [Sample(completion=r"\boxed{\sum_{k=1}^{5} k x}", reference="15x") for _ in range(8)]
     before = len(reward._cas_cache)
     scores = reward.score(samples)
     assert [s.value for s in scores] == [1.0] * 8
@@ -121,16 +127,18 @@ def test_identical_pairs_in_a_batch_are_compared_once(reward):
 
 
 def test_pickles_without_its_worker_pool(reward):
-    reward.score([Sample(completion=r"\boxed{\sum_{k=1}^{2} k}", reference="3")])
+    reward.score([Sample(completion=r"\boxed{\sum_{k=1}^{2} k x}", reference="3x")])
     copy = pickle.loads(pickle.dumps(reward))
-    assert copy.score([Sample(completion=r"\boxed{\sum_{k=1}^{3} k}", reference="6")])[0].value == 1.0
+    assert copy.score([Sample(completion=r"\boxed{\sum_{k=1}^{3} k x}", reference="6x")])[0].value == 1.0
     copy.close()
 
 
 def test_built_from_config():
-    reward = build({"type": "math_answer", "box_choice": "last", "cas_budget_s": 2})
-    assert isinstance(reward, MathAnswerReward) and reward.box_choice == "last"
-    assert reward.score([Sample(completion=r"\boxed{1} \boxed{2}", reference="2")])[0].value == 1.0
+    reward = build({"type": "math_answer", "answer_region": "whole", "cas_budget_s": 2})
+    assert isinstance(reward, MathAnswerReward) and reward.answer_region.whole
+    # The whole completion is read: the box inside the reasoning block is the answer.
+    assert reward.score([Sample(completion=r"<think>\boxed{2}</think>", reference="2")])[0].value == 1.0
+    reward.close()
 
 
 @pytest.mark.parametrize(
@@ -167,6 +175,12 @@ def test_built_from_config():
         ("10", r"The answer is $\left(9+1\right)$."),
         ("10", r"The answer is $17\,-\,7$."),
         ("10", r"\boxed{20 \div 2}"),
+        ("5050", r"\boxed{\frac{100 \cdot 101}{2}}"),
+        ("8", r"\boxed{2^3}"),
+        ("18", r"\boxed{2(16-3-4)}"),
+        ("10", r"\boxed{|17 - 7|}"),
+        ("18", r"\boxed{9 \cdot 2^1}"),
+        ("2", r"\boxed{\sqrt{4}}"),
     ],
 )
 def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, completion):
@@ -186,8 +200,8 @@ def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, c
         ("300", r"\boxed{3 \text{ hundred}}"),
         ("2", r"\boxed{7 - 5 = 2}"),
         ("300000", r"\boxed{3 \times 10^5}"),  # scientific notation, not arithmetic left undone
-        ("5050", r"\boxed{\frac{100 \cdot 101}{2}}"),
-        ("8", r"\boxed{2^3}"),
+        ("0.001", r"\boxed{10^{-3}}"),
+        ("0.5", r"\boxed{\frac{1}{2}}"),
         ("-7", "The answer is -7."),
         ("2+3i", "The answer is 2 + 3i."),
         ("-2,1", r"\boxed{1, -2}"),  # a list of solutions, not 1 minus 2

@@ -1,0 +1,233 @@
+"""The answer region: the part of a completion that a rule reward reads as the model's answer.
+
+Why: reasoning is the model's scratch space, and a grader that reads it pays for what the model
+did not answer. Under RL a policy learns exactly that: ``<think>so \\boxed{2}</think><answer>The
+answer is 3</answer>`` was paid as the answer 2. So every rule reward (``math_answer``,
+``string_match``, ``regex_match``, ``json_schema``, ``instruction_following``,
+``code_execution``) reads one region, found by the same rules:
+
+1. **Harmony** (gpt-oss): when the text has channel markers, the answer is the last message of
+   the ``final`` channel; the ``analysis`` and ``commentary`` channels are not the answer, and a
+   text without a final message has none.
+2. **Reasoning blocks are removed**: ``<think>...</think>``, ``<thinking>``, ``<reasoning>``,
+   ``<|begin_of_thought|>...<|end_of_thought|>``, ``[THINK]...[/THINK]`` and ``◁think▷...◁/think▷``
+   by default. A closing marker without an opening one closes reasoning that the chat template
+   opened in the prompt (DeepSeek-R1, Qwen3): everything before it is reasoning. A block that
+   opens and never closes (a rollout cut off while thinking) leaves **no answer**.
+3. **Answer blocks**: when ``<answer>...</answer>`` (or ``<|begin_of_solution|>...``) remains, the
+   answer is its content and text around it is not. Several blocks that say different things
+   are no single answer; a block that never closes is no answer; a closing marker without an
+   opening one closes a block the prompt opened, so the answer is the text before it.
+
+``answer_region: whole`` reads the whole completion instead (a format check that looks at the
+tags themselves wants that; ``think_answer_format`` always does).
+
+Markers are found with `str.find` and matched exactly (case included), so the cost is linear in
+the text whatever it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Markers = tuple[tuple[str, str], ...]
+
+DEFAULT_REASONING: Markers = (
+    ("<think>", "</think>"),
+    ("<thinking>", "</thinking>"),
+    ("<reasoning>", "</reasoning>"),
+    ("<|begin_of_thought|>", "<|end_of_thought|>"),
+    ("[THINK]", "[/THINK]"),
+    ("◁think▷", "◁/think▷"),
+)
+DEFAULT_ANSWER: Markers = (("<answer>", "</answer>"), ("<|begin_of_solution|>", "<|end_of_solution|>"))
+_HARMONY_CHANNEL = "<|channel|>"
+_HARMONY_FINAL = "<|channel|>final"
+_HARMONY_MESSAGE = "<|message|>"
+_HARMONY_ENDS = ("<|end|>", "<|return|>", "<|call|>", "<|start|>")
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """What a completion answers: ``text`` is None when it holds no answer, and ``reason`` says why.
+
+    ``source`` names where the text came from: ``"whole"``, ``"outside_reasoning"``,
+    ``"answer_block"`` or ``"harmony_final"``.
+    """
+
+    text: str | None
+    source: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Marker:
+    position: int
+    end: int
+    pair: int
+    opening: bool
+
+
+def _markers(text: str, pairs: Markers) -> list[_Marker]:
+    """Every opening and closing marker of ``pairs`` in ``text``, in order of position."""
+    found = []
+    for index, (opening, closing) in enumerate(pairs):
+        for marker, is_opening in ((opening, True), (closing, False)):
+            start = text.find(marker)
+            while start != -1:
+                found.append(_Marker(start, start + len(marker), index, is_opening))
+                start = text.find(marker, start + len(marker))
+    # A closing marker that contains an opening one ("</think>" holds no "<think>") never
+    # collides; for equal positions the longer marker wins.
+    found.sort(key=lambda marker: (marker.position, marker.position - marker.end))
+    return found
+
+
+def _outside_blocks(text: str, pairs: Markers) -> tuple[list[str], list[str], str | None]:
+    """(text outside the blocks, the blocks' contents, why there is no answer or None).
+
+    A closing marker with no block open discards everything before it (the block opened in the
+    prompt); a block still open at the end leaves no answer.
+    """
+    outside: list[str] = []
+    inside: list[str] = []
+    open_pair: _Marker | None = None
+    cursor = 0
+    for marker in _markers(text, pairs):
+        if marker.position < cursor:
+            continue  # overlaps a marker already taken
+        if open_pair is None:
+            if marker.opening:
+                outside.append(text[cursor : marker.position])
+                open_pair = marker
+            else:
+                # A block opened before this point (in the prompt, or by an earlier stray
+                # marker): what came since the last marker was inside it.
+                outside = []
+                inside.append(text[cursor : marker.position])
+            cursor = marker.end
+        elif not marker.opening and marker.pair == open_pair.pair:
+            inside.append(text[cursor : marker.position])
+            open_pair = None
+            cursor = marker.end
+    if open_pair is not None:
+        opening = pairs[open_pair.pair][0]
+        return outside, inside, f"{opening} opens at character {open_pair.position} and never closes"
+    outside.append(text[cursor:])
+    return outside, inside, None
+
+
+def _harmony_final(text: str) -> Region | None:
+    """The last final-channel message of a Harmony text; None when the text is not Harmony."""
+    if _HARMONY_CHANNEL not in text:
+        return None
+    start = text.rfind(_HARMONY_FINAL)
+    message = -1 if start == -1 else text.find(_HARMONY_MESSAGE, start)
+    if message == -1:
+        return Region(None, "harmony_final", "a Harmony text without a final-channel message")
+    body_start = message + len(_HARMONY_MESSAGE)
+    ends = [end for end in (text.find(marker, body_start) for marker in _HARMONY_ENDS) if end != -1]
+    return Region(text[body_start : min(ends, default=len(text))], "harmony_final")
+
+
+def _joined(parts: Sequence[str]) -> str:
+    return "\n\n".join(part.strip() for part in parts if part.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRegion:
+    """How to find the answer region (see the module docstring).
+
+    Attributes:
+        reasoning: (opening, closing) markers of reasoning blocks, removed.
+        answers: (opening, closing) markers of answer blocks; when present, only their content counts.
+        harmony: Read Harmony channel markers (default True).
+        whole: Read the whole completion, ignoring every marker (default False).
+    """
+
+    reasoning: Markers = DEFAULT_REASONING
+    answers: Markers = DEFAULT_ANSWER
+    harmony: bool = True
+    whole: bool = False
+
+    @classmethod
+    def from_option(cls, value: Any) -> AnswerRegion:
+        """From a reward option: ``None`` or ``"default"``, ``"whole"``, an `AnswerRegion`, or a
+        mapping with any of ``reasoning_tags`` (names: ``[think]`` means ``<think>...</think>``),
+        ``reasoning_markers`` (``[[opening, closing], ...]``), ``answer_tags``, ``answer_markers``
+        and ``harmony``. Tags and markers given replace the defaults of their kind."""
+        if isinstance(value, AnswerRegion):
+            return value
+        if value is None or value == "default":
+            return cls()
+        if value == "whole":
+            return cls(whole=True)
+        if not isinstance(value, Mapping):
+            raise ValueError(f"answer_region must be 'default', 'whole' or a mapping, got {value!r}")
+        known = {"reasoning_tags", "reasoning_markers", "answer_tags", "answer_markers", "harmony"}
+        unknown = set(value) - known
+        if unknown:
+            raise ValueError(f"answer_region: unknown keys {sorted(unknown)}; accepted: {sorted(known)}")
+        reasoning = _pairs(value, "reasoning", DEFAULT_REASONING)
+        answers = _pairs(value, "answer", DEFAULT_ANSWER)
+        harmony = value.get("harmony", True)
+        if not isinstance(harmony, bool):
+            raise ValueError(f"answer_region.harmony must be true or false, got {harmony!r}")
+        return cls(reasoning=reasoning, answers=answers, harmony=harmony)
+
+    def read(self, text: str) -> Region:
+        """The answer region of a completion's text."""
+        if self.whole:
+            return Region(text, "whole")
+        if self.harmony and (final := _harmony_final(text)) is not None:
+            if final.text is None:
+                return final
+            region = self._without_reasoning(final.text)
+            return Region(region.text, "harmony_final", region.reason) if region.text is not None else region
+        return self._without_reasoning(text)
+
+    def _without_reasoning(self, text: str) -> Region:
+        outside, _, reason = _outside_blocks(text, self.reasoning)
+        if reason is not None:
+            return Region(None, "outside_reasoning", f"no answer: {reason}")
+        remaining = _joined(outside)
+        if not self.answers or not any(
+            opening in remaining or closing in remaining for opening, closing in self.answers
+        ):
+            return Region(remaining, "outside_reasoning")
+        _, blocks, reason = _outside_blocks(remaining, self.answers)
+        if reason is not None:
+            return Region(None, "answer_block", f"no answer: {reason}")
+        distinct = list(dict.fromkeys(block.strip() for block in blocks if block.strip()))
+        if len(distinct) > 1:
+            return Region(None, "answer_block", f"no single answer: {len(distinct)} different answer blocks")
+        return Region(distinct[0] if distinct else "", "answer_block")
+
+
+def _pairs(value: Mapping[str, Any], kind: str, default: Markers) -> Markers:
+    tags, markers = value.get(f"{kind}_tags"), value.get(f"{kind}_markers")
+    if tags is None and markers is None:
+        return default
+    pairs: list[tuple[str, str]] = []
+    for tag in tags or ():
+        if not isinstance(tag, str) or not tag or any(c in tag for c in "<>/ "):
+            raise ValueError(f"answer_region.{kind}_tags: a bare tag name such as 'think', got {tag!r}")
+        pairs.append((f"<{tag}>", f"</{tag}>"))
+    for pair in markers or ():
+        if (
+            not isinstance(pair, Sequence)
+            or isinstance(pair, str)
+            or len(pair) != 2
+            or not all(isinstance(m, str) and m for m in pair)
+            or pair[0] == pair[1]
+        ):
+            raise ValueError(
+                f"answer_region.{kind}_markers: [opening, closing] pairs of different strings, got {pair!r}"
+            )
+        pairs.append((pair[0], pair[1]))
+    return tuple(pairs)
+
+
+DEFAULT_REGION = AnswerRegion()

@@ -1,0 +1,228 @@
+"""Does a sentence commit to a value? Negation, comparison, hedging, contrast and retraction,
+read the way a reader reads them rather than narrowed away.
+
+Narrowing a conclusion to its one number is what made "Therefore, it cannot be 5.", "5 is not
+the answer." and "There are more than 5 ways." pass for 5. The rules:
+
+- **Negation** of the statement - a negation right before its verb ("cannot be 5", "does not
+  equal 5") or in its predicate before the value ("is not 5", "is never 5") - commits to nothing.
+  A negation inside the subject ("the ways that are not adjacent is 12") does not count.
+- **Contrast** after the value keeps the value: "5, not 7", "5 (not 7)", "5 rather than 7".
+- **Hedges and comparisons** ("or", "maybe", "probably", "more than", "at least", "at minimum",
+  "and up", ...) stay in the answer, where they make it a hedge that matches no single value.
+- **Retraction** after the last answer without a new one ("Wait, I made an error in step 2.")
+  takes the answer back.
+- **Conditions** ("if the answer is 5", "check whether the answer is 5") state no answer.
+
+Every reader works on one sentence of bounded length, with math spans masked, so a comparison
+written inside mathematics (``$x > 5$``) is mathematics, not prose.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rewardlab.rewards.math.spans import mask_math, math_spans
+
+#: A sentence is read up to this many characters: a real conclusion is far shorter.
+MAX_SENTENCE_CHARS = 600
+
+NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "cannot", "none", "nothing"})
+HEDGES = frozenset(
+    {
+        "or", "either", "maybe", "perhaps", "possibly", "probably", "likely", "unlikely", "presumably",
+        "supposedly", "apparently", "guess", "guessing", "unsure", "uncertain", "otherwise",
+        "alternatively", "unless", "ish", "somewhere", "something", "estimate", "estimated", "roughly",
+        "nearly", "almost",
+    }
+)  # fmt: skip
+COMPARISONS = frozenset(
+    {
+        "more", "less", "fewer", "greater", "smaller", "larger", "bigger", "higher", "lower", "least",
+        "most", "over", "under", "above", "below", "beyond", "exceeding", "exceeds", "than", "minimum",
+        "maximum", "min", "max", "up", "between", "within", "except", "excluding", "plus", "minus",
+    }
+)  # fmt: skip
+#: Words inside an answer that change or doubt its value: such an answer is a hedge.
+_MODIFIERS = frozenset(
+    {
+        "is", "are", "was", "were", "wrong", "incorrect", "false", "invalid", "times", "divided",
+        "squared", "cubed", "dozen", "half", "twice", "double", "triple", "power", "root",
+    }
+)  # fmt: skip
+MEANING_WORDS = NEGATIONS | HEDGES | COMPARISONS | _MODIFIERS
+#: Words that doubt a stated value rather than describe it.
+DOUBTS = NEGATIONS | HEDGES | COMPARISONS | {"wrong", "incorrect", "false", "invalid"}
+#: After a value, a comparison describes it ("4 more boxes than last week", "14 degrees lower")
+#: unless it bounds it: "5 and up", "5 at most", "5 at minimum" ("5 or more" already hedges).
+_BOUNDING = re.compile(
+    r"\b(?:and|to|at|or)\s+(?:up|above|over|more|less|fewer|higher|lower|least|most|minimum|maximum|min|max)\b"
+    r"|\b(?:minimum|maximum|min|max)\b",
+    re.IGNORECASE,
+)
+_TAKEN_BACK = NEGATIONS | {"wrong", "incorrect", "false", "invalid"}
+#: "could be 5", "might be 5": a modal of doubt before the verb.
+_DOUBTING_MODALS = frozenset({"could", "might", "may", "maybe", "perhaps", "possibly", "probably"})
+_WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?")
+_CLAUSE_VERB = re.compile(r"\b(?:is|are|was|were|equals?|be|becomes?)\b|(?<=\w)['’]s\b|=", re.IGNORECASE)
+_CONTRAST = re.compile(
+    r"\s*[,;]?\s*(?:\(\s*)?(?:but\s+|and\s+)?(?:not\b|rather\s+than\b|instead\s+of\b)", re.I
+)
+_VALUE = re.compile(r"[#\d]")
+_UNSURE = re.compile(r"\bnot\s+(?:\w+\s+)?(?:sure|certain|confident|positive)\b", re.IGNORECASE)
+#: Answers that say there is none: "no solution" is an answer, not a negated statement.
+_NO_SOLUTION = re.compile(
+    r"(?:there\s+(?:is|are)\s+)?(?:no\s+(?:real\s+)?(?:solutions?|roots?|such\s+\w+)|none|does\s+not\s+exist)",
+    re.IGNORECASE,
+)
+_CONDITION = re.compile(
+    r"\b(?:if|whether|suppose|supposing|assume|assuming|check|checking|verify|verifying|unless)\b", re.I
+)
+_RETRACTION = re.compile(
+    r"\b(?:i|we)\s+made\s+(?:a|an)\s+(?:\w+\s+)?(?:mistake|error)"
+    r"|\b(?:that|this|it|my\s+answer|the\s+answer|my\s+previous\s+answer|the\s+above)"
+    r"(?:['’]s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+(?:right|correct))"
+    r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,\s+wait\b|\bcorrection\s*:",
+    re.IGNORECASE,
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words; "can't" and "isn't" count as the word "not"."""
+    found = []
+    for word in _WORD.findall(text):
+        lowered = word.lower().replace("’", "'")
+        found.append("not" if lowered.endswith("n't") else lowered)
+    return found
+
+
+def negated(text: str) -> bool:
+    return any(word in NEGATIONS for word in words(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a sentence answers: ``answer`` is None when it commits to no value, and ``refusal``
+    then says why if the sentence takes a value back (a negation), else it states none."""
+
+    answer: str | None
+    refusal: str | None = None
+
+
+def _whole_statement(text: str) -> str:
+    """A predicate that offers several values ("$2$ or $3$"), with the math unwrapped."""
+    pieces, cursor = [], 0
+    for span in math_spans(text):
+        pieces.append(text[cursor : span.start])
+        pieces.append(f" {span.content} ")
+        cursor = span.end
+    pieces.append(text[cursor:])
+    return re.sub(r"\s+", " ", "".join(pieces)).strip()
+
+
+_LONE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*\\?%)?(?![\w.]*\d)")
+
+
+def read_predicate(predicate: str) -> Reading:
+    """The value a predicate states ("is 12 apples", "equals $\\frac12$, not 2")."""
+    predicate = predicate.strip().rstrip(".!;:").strip()
+    if _NO_SOLUTION.fullmatch(predicate):
+        return Reading(predicate)
+    masked = mask_math(predicate)
+    if _UNSURE.search(masked):
+        return Reading(_whole_statement(predicate))
+    first_value = _VALUE.search(masked)
+    if negated(masked[: first_value.start()] if first_value else masked):
+        return Reading(None, f"the statement is negated: {predicate[:80]!r}")
+    if first_value is not None and (contrast := _CONTRAST.search(masked, first_value.end())):
+        predicate, masked = predicate[: contrast.start()].strip(), masked[: contrast.start()].strip()
+    spans = math_spans(predicate)
+    if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(predicate):
+        return Reading(spans[0].content)
+    # Words that change a value stand right before it ("at least 5") or after it ("5 or more");
+    # further back they belong to the subject ("the maximum number of points is 19").
+    near = (
+        words(masked[: first_value.start()])[-3:] + words(masked[first_value.start() :])
+        if first_value
+        else []
+    )
+    hedged = any(word in MEANING_WORDS for word in (near if first_value else words(masked)))
+    if hedged or len(spans) > 1:
+        return Reading(_whole_statement(predicate) or None)
+    if spans:
+        return Reading(spans[-1].content)
+    numbers = _LONE_NUMBER.findall(predicate)
+    if len(numbers) == 1 and len(predicate.split()) >= 4:
+        # "Jane started growing it 3 hours ago": a conclusion that names one number states it.
+        return Reading(numbers[0].strip())
+    return Reading(predicate or None)
+
+
+def doubted(masked: str, value_at: int | None) -> bool:
+    """Whether words around a value change or doubt it (``masked``: math spans masked).
+
+    Before the value, the three words next to it count ("at least 5", "more than 5"; further
+    back they belong to the subject: "the maximum number of points is 19"). After it, hedges
+    count anywhere in the sentence ("5 or more", "5, probably"), a negation or a "wrong" only
+    right after it ("5 is not right", "5 is wrong"; not "11 more CDs if he hadn't bought"), and
+    comparisons only when they bound it ("5 at most", not "4 more boxes than last week").
+    """
+    if value_at is None:
+        return any(word in MEANING_WORDS for word in words(masked))
+    before, after = masked[:value_at], masked[value_at:]
+    if any(word in MEANING_WORDS for word in words(before)[-3:]):
+        return True
+    after_words = words(after)
+    return (
+        any(word in HEDGES for word in after_words)
+        or any(word in _TAKEN_BACK for word in after_words[:3])
+        or bool(_BOUNDING.search(after))
+    )
+
+
+def _is_prose(text: str) -> bool:
+    """Words without any mathematics ("the solution", "our answer")."""
+    return not re.search(r"[\d\\$=^]", text) and len(re.findall(r"[A-Za-z]{3,}", text)) >= 2
+
+
+def read_sentence(sentence: str) -> Reading:
+    """The value a concluding sentence commits to (see the module docstring)."""
+    sentence = sentence[:MAX_SENTENCE_CHARS].strip().replace("**", "").rstrip(".!;:").strip()
+    spans = math_spans(sentence)
+    if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(sentence):
+        return Reading(spans[0].content)
+    masked = mask_math(sentence)
+    verbs = list(_CLAUSE_VERB.finditer(masked))
+    if not verbs:
+        return read_predicate(sentence)
+    verb = verbs[-1]
+    if not masked[verb.end() :].strip():
+        # "9 + 9 + 8 =", "The result is": a statement cut off before its value states nothing.
+        # Taken whole, the unevaluated expression would match the answer it never gave - a hack
+        # a policy under RL was seen to find.
+        return Reading(None)
+    before = words(masked[: verb.start()])
+    if before and before[-1] in NEGATIONS:
+        return Reading(None, f"the statement is negated: {sentence[:80]!r}")
+    if before and before[-1] in _DOUBTING_MODALS:
+        return Reading(None, f"the statement only says what the answer might be: {sentence[:80]!r}")
+    reading = read_predicate(sentence[verb.end() :])
+    if reading.answer is not None and _is_prose(reading.answer):
+        # "Therefore $x \ge 5$ is the solution": the answer comes before the verb.
+        subject = sentence[: verb.start()]
+        subject_spans = math_spans(subject)
+        if subject_spans:
+            return Reading(subject_spans[-1].content)
+    return reading
+
+
+def conditional(lead_in: str) -> bool:
+    """Whether the words before an answer phrase make it a condition ("if the answer is")."""
+    return bool(_CONDITION.search(lead_in[-60:]))
+
+
+def retraction(text: str) -> str | None:
+    """The words that take an earlier answer back ("I made an error"), if any."""
+    match = _RETRACTION.search(text)
+    return match.group() if match else None
