@@ -138,8 +138,11 @@ class JsonSchemaReward(RuleReward):
         details: dict[str, Any] = {"extracted_from": extracted_from}
         try:
             instance = json.loads(text)
-        except json.JSONDecodeError as error:
-            return Score(0.0, reason=f"not JSON: {error}", details={**details, "json_error": str(error)})
+        except (ValueError, RecursionError) as error:
+            # Not JSON, or JSON no reader should accept: nested past Python's recursion limit, or
+            # a number of more than 4,300 digits. Either way the model did not produce the JSON.
+            message = str(error) if isinstance(error, ValueError) else "nested too deeply to read"
+            return Score(0.0, reason=f"not JSON: {message}", details={**details, "json_error": message})
         try:
             errors = sorted(validator.iter_errors(instance), key=lambda e: (e.json_path, e.message))
         except Unresolvable as error:

@@ -27,7 +27,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -82,6 +82,10 @@ class TaskFailed(RuntimeError):
     """The task raised inside the worker; the message carries the remote traceback's last line."""
 
 
+class TaskAbandoned(RuntimeError):
+    """The caller stopped waiting (`KillableProcessPool.abandon`) before the item ran."""
+
+
 def _failure(error: BaseException) -> tuple[str, str]:
     return "error", traceback.format_exception_only(type(error), error)[-1].strip()
 
@@ -128,6 +132,8 @@ class _Task:
     future: concurrent.futures.Future
     #: Set for `submit_each`: the items, each given to ``function(*args, item)``.
     items: list | None = None
+    #: Set by `KillableProcessPool.abandon`: nobody waits for the rest of the items.
+    abandoned: threading.Event = field(default_factory=threading.Event)
 
 
 class LazyPool:
@@ -186,6 +192,7 @@ class KillableProcessPool:
         preload_in_workers(*preload)
         self._tasks: queue.Queue[_Task | None] = queue.Queue()
         self._busy: dict[int, multiprocessing.Process] = {}  # dispatcher thread -> its worker at work
+        self._running: dict[int, _Task] = {}  # dispatcher thread -> the task its worker runs
         self._closed = False
         self._threads = [
             threading.Thread(target=self._dispatch, name=f"rewardlab-pool-{i}", daemon=True)
@@ -213,6 +220,16 @@ class KillableProcessPool:
         future: concurrent.futures.Future = concurrent.futures.Future()
         self._tasks.put(_Task(function, shared, budget_s_each, future, list(items)))
         return future
+
+    def abandon(self, future: concurrent.futures.Future) -> None:
+        """Stop a `submit_each` task whose caller no longer waits (a request past its deadline):
+        the worker running it is killed and the items not yet run are not run."""
+        for ident, task in list(self._running.items()):
+            if task.future is future:
+                task.abandoned.set()
+                process = self._busy.get(ident)
+                if process is not None:
+                    process.kill()
 
     async def run(self, function: Callable[..., Any], *args: Any, budget_s: float) -> Any:
         """`submit` for asyncio callers; awaiting does not block the event loop."""
@@ -319,11 +336,18 @@ class KillableProcessPool:
         """Run a `submit_each` task, restarting the worker after an item that overran or crashed."""
         assert task.items is not None
         outcomes: list[Outcome] = []
+        self._running[threading.get_ident()] = task
         while len(outcomes) < len(task.items):
+            if task.abandoned.is_set():
+                outcomes.extend(
+                    Outcome(error=TaskAbandoned("abandoned")) for _ in task.items[len(outcomes) :]
+                )
+                break
             if worker is None or not worker[0].is_alive():
                 self._stop_worker(worker)
                 worker = self._start_worker()
             worker = self._run_items(worker, task, outcomes)
+        self._running.pop(threading.get_ident(), None)
         task.future.set_result(outcomes)
         return worker
 

@@ -108,7 +108,13 @@ async def run_per_sample(
         for chunk in chunks
     ]
     results: list[T | Score] = []
-    answers = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+    try:
+        answers = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+    except asyncio.CancelledError:
+        # The caller gave up (a server deadline): free the workers instead of grinding on.
+        for future in futures:
+            pool.abandon(future)
+        raise
     for chunk, answer in zip(chunks, answers, strict=True):
         outcomes = answer
         if isinstance(answer, BaseException):

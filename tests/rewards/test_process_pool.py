@@ -4,7 +4,13 @@ import time
 
 import pytest
 
-from rewardlab.rewards.process_pool import KillableProcessPool, TaskFailed, TaskTimeout, WorkerCrashed
+from rewardlab.rewards.process_pool import (
+    KillableProcessPool,
+    TaskAbandoned,
+    TaskFailed,
+    TaskTimeout,
+    WorkerCrashed,
+)
 
 
 def spin_forever():
@@ -94,3 +100,51 @@ def test_workers_do_not_rerun_an_unguarded_main_script(tmp_path):
         )
         assert result.returncode == 0, result.stderr
         assert result.stdout.split() == ["top", "level", "ran", "15"]
+
+
+def spin_on(item):
+    """Returns the item, spinning forever on "spin" and exiting the worker on "exit"."""
+    while item == "spin":
+        pass
+    if item == "exit":
+        os._exit(4)
+    if item == "fail":
+        raise ValueError("bad item")
+    return item * 2
+
+
+def test_each_item_has_its_own_budget_and_the_rest_go_on(pool):
+    started = time.monotonic()
+    outcomes = pool.submit_each(spin_on, [1, "spin", 2, "exit", 3, "fail", 4], budget_s_each=0.5).result()
+    elapsed = time.monotonic() - started
+    assert [o.value for o in outcomes] == [2, None, 4, None, 6, None, 8]
+    assert isinstance(outcomes[1].error, TaskTimeout) and "0.5s budget" in str(outcomes[1].error)
+    assert isinstance(outcomes[3].error, WorkerCrashed) and "code 4" in str(outcomes[3].error)
+    assert isinstance(outcomes[5].error, TaskFailed) and "bad item" in str(outcomes[5].error)
+    assert elapsed < 10, elapsed
+
+
+def test_shared_arguments_travel_once_per_task(pool):
+    outcomes = pool.submit_each(pow, [1, 2, 3], shared=(2,), budget_s_each=5).result()
+    assert [o.value for o in outcomes] == [2, 4, 8]
+
+
+def test_a_task_that_cannot_be_unpickled_in_the_worker_fails_every_item(pool):
+    from tests.rewards.unpicklable import Unpicklable
+
+    outcomes = pool.submit_each(spin_on, [1, 2], shared=(), budget_s_each=5).result()
+    assert [o.value for o in outcomes] == [2, 4]
+    outcomes = pool.submit_each(pow, [1, 2], shared=(Unpicklable(),), budget_s_each=5).result()
+    assert all(isinstance(o.error, TaskFailed) and "refuses" in str(o.error) for o in outcomes)
+
+
+def test_an_abandoned_task_frees_its_worker_at_once(pool):
+    future = pool.submit_each(spin_on, ["spin", 1, 2], budget_s_each=60)
+    time.sleep(0.5)  # the worker is spinning on the first item
+    started = time.monotonic()
+    pool.abandon(future)
+    outcomes = future.result(timeout=10)
+    assert time.monotonic() - started < 5
+    assert isinstance(outcomes[0].error, WorkerCrashed)
+    assert all(isinstance(o.error, TaskAbandoned) for o in outcomes[1:])
+    assert pool.submit_each(spin_on, [5], budget_s_each=5).result()[0].value == 10

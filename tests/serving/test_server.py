@@ -290,3 +290,40 @@ def test_a_client_that_vanishes_does_not_leak_its_place(serve):
         assert time.monotonic() < deadline
         time.sleep(0.02)
     assert post(server.url, "/score", {"samples": [{"completion": "after"}]})[0] == 200
+
+
+def test_a_sample_that_grinds_holds_neither_health_nor_deadlines(serve):
+    """A pattern that backtracks exponentially on one completion holds the CPU (and, in the
+    server's process, the GIL) for as long as it runs. Run in a rule worker, it costs its sample
+    budget: health answers throughout, the other samples are scored, and a deadline shorter
+    than the budget still ends the request on time."""
+    evil = {"completion": "a" * 40 + "!", "id": "evil"}
+    budgeted = build({"type": "regex_match", "pattern": "^(a+)+$", "sample_budget_s": 1.5})
+    server = serve(budgeted, deadline_s=30.0)
+    with ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        answer = pool.submit(
+            post, server.url, "/score", {"samples": [evil, {"completion": "aaa", "id": "fine"}]}
+        )
+        health = []
+        while not answer.done():
+            asked = time.monotonic()
+            assert request(f"{server.url}/health")[0] == 200
+            health.append(time.monotonic() - asked)
+            time.sleep(0.05)
+        status, _, scored = answer.result()
+    assert status == 200 and time.monotonic() - started < 10
+    evil_score, fine_score = scored["scores"]
+    assert evil_score["status"] == "timeout" and "budget" in evil_score["reason"]
+    assert (fine_score["status"], fine_score["value"]) == ("ok", 1.0)
+    assert len(health) >= 5 and max(health) < 0.5, health
+
+    patient = build({"type": "regex_match", "pattern": "^(a+)+$", "sample_budget_s": 60.0})
+    server = serve(patient, deadline_s=1.0)
+    started = time.monotonic()
+    status, _, scored = post(server.url, "/score", {"samples": [evil]})
+    assert time.monotonic() - started < 5
+    assert scored["scores"][0]["status"] == "timeout" and "deadline" in scored["scores"][0]["reason"]
+    assert request(f"{server.url}/health")[0] == 200
+    budgeted.close()
+    patient.close()

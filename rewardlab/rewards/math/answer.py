@@ -265,10 +265,12 @@ def _parse_shape(text: str, cleaned: Normalized) -> Answer:
 
 
 def _is_label(side: str) -> bool:
-    """A left side that names a quantity rather than stating one: no digits, and words or
-    notation the expression parser does not read as an expression."""
-    if re.search(r"\d", side) or not side.strip():
+    """A left side that names a quantity rather than stating one: no digits, and a word
+    ("Volume of the locker") or notation the expression parser does not read."""
+    if re.search(r"\d", side) or not side.strip() or _RELATION.search(side) or side.rstrip()[-1:] in "<>!":
         return False
+    if re.search(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}", side):
+        return True
     try:
         parse_expression(side.strip())
     except Unsupported:

@@ -403,7 +403,7 @@ def _mixed_shapes_equal(gold: Answer, pred: Answer) -> Verdict:
     if isinstance(pred, Scalar) and isinstance(gold, Collection) and (number := _as_thousands(gold)):
         return _scalars_equal(number, pred)
     shapes = {type(gold), type(pred)}
-    if shapes == {Scalar, Infinity}:
+    if shapes in ({Scalar, Infinity}, {Scalar, Words}):
         return False
     if Scalar in shapes and shapes & {Collection, Bracketed, Matrix, Union}:
         # One value against several (or a tuple): "2, 3, 4" does not answer "3".

@@ -266,7 +266,9 @@ def _restated_result(text: str, concluded_at: int, reading: Reading) -> str | No
     A conclusion restates its result among the question's givens; the last computation tells
     which number is the result, where picking the last number would pick a given.
     """
-    if reading.answer is None or doubted(mask_math(reading.answer), None):
+    if reading.answer is None or not re.search(r"[A-Za-z]{2,}", reading.answer):
+        return None  # several numbers in one expression ("2/3") are one value, not a choice
+    if doubted(mask_math(reading.answer), None):
         return None
     results = list(_RESULT.finditer(text, max(0, concluded_at - RETRACTION_WINDOW), concluded_at))
     if not results:
@@ -347,4 +349,6 @@ def reference_answer(reference: str) -> str | None:
     if "\n" not in text and len(text) <= MAX_CONCLUSION_LINE and not _PHRASE.search(text):
         return text or None
     extraction = extract_answer(text)
-    return extraction.answer if extraction.statements and len(extraction.answers) == 1 else None
+    if len(extraction.answers) != 1 or not re.search(r"[\d\\]", extraction.answers[0]):
+        return None  # a solution whose last words state no value ("Done.") gives no answer
+    return extraction.answers[0]

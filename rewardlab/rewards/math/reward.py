@@ -150,9 +150,10 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     if normalize(gold) == normalize(prediction) and normalize(gold).text and not choice_expected:
         return True, None
     if _needs_a_number(gold_answer, predicted) and not _is_number(predicted):
-        if isinstance(predicted, Scalar | Equation) and _value_node(predicted) is not None:
+        value = None if isinstance(predicted, _Unparsed) else _value_node(predicted)
+        if value is not None and not variables(value):
             return False, f"{prediction!r} is arithmetic left undone, not a number"
-        if isinstance(predicted, _Unparsed):
+        if value is not None or isinstance(predicted, _Unparsed):
             return False, f"{prediction!r} is not a number"
     if isinstance(gold_answer, _Unparsed) or isinstance(predicted, _Unparsed):
         reason = incomplete(prediction)

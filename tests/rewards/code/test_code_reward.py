@@ -175,3 +175,18 @@ def test_tests_passed_before_the_budget_ran_out_still_count():
     reward.close()
     assert score.value == pytest.approx(1 / 5)
     assert [t["outcome"] for t in score.details["tests"]][:2] == ["passed", "timeout"]
+
+
+def test_code_in_the_reasoning_never_runs():
+    reward = CodeExecutionReward()
+    program = "```python\ndef f():\n    return 1\n```"
+    tests = {"tests": [{"input": [], "output": 1}], "fn_name": "f"}
+    hidden, shown = reward.score(
+        [
+            Sample(completion=f"<think>{program}</think>No code.", fields=tests),
+            Sample(completion=f"<think>drafting</think>{program}", fields=tests),
+        ]
+    )
+    reward.close()
+    assert (hidden.value, hidden.reason) == (0.0, "no program found in the completion")
+    assert shown.value == 1.0, shown.reason

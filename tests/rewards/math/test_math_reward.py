@@ -1,7 +1,9 @@
 import asyncio
+import json
 import pickle
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -219,3 +221,179 @@ def test_hedged_contradictory_or_altered_answers_never_pass(reward, reference, c
 def test_legitimate_forms_pass(reward, reference, completion):
     result = score(reward, completion, reference)
     assert result.value == 1.0, (result.reason, result.details)
+
+
+# What an attack found paid (each scored 1.0 against the gold before): the class, not the instance.
+@pytest.mark.parametrize(
+    ("reference", "completion"),
+    [
+        # A box anywhere must not win over what the text goes on to say.
+        ("5", r"So we get \boxed{5}. Wait, I made an error in step 2. The correct answer is 7."),
+        ("2", r"\boxed{2} ... Actually no. The final answer is 3"),
+        ("5", "The answer is \\boxed{5}.\n\nHmm, that is wrong: the answer is 6."),
+        ("5", r"The answer is \boxed{5}. Wait, I made an error in step 2."),
+        # Boxes a reader does not see.
+        ("5", "<!-- \\boxed{5} --> The answer is 7."),
+        ("5", "```\n\\boxed{5}\n```\nThe answer is 7."),
+        ("5", "% \\boxed{5}\nThe answer is 7."),
+        ("5", "\\box\u200bed{5}. The answer is 7."),
+        # Negations and comparisons lost by narrowing to one number.
+        ("5", "Therefore, it cannot be 5."),
+        ("5", "Therefore, 5 is not the answer."),
+        ("5", "There are more than 5 ways."),
+        ("5", "So the answer is at least 5."),
+        ("5", "Thus it might be 5."),
+        ("5", "The answer isn't 5."),
+        ("5", r"It is not \boxed{5}."),
+        # Every choice, or two of them.
+        ("D", r"\boxed{A} \boxed{B} \boxed{C} \boxed{D}"),
+        ("B", "The answer is B and C."),
+        ("B", r"\boxed{B \text{ or } C}"),
+        ("B", "The answer is maybe (B)."),
+        # Trailing words that change the value are not units.
+        ("5", r"\boxed{5 \text{ maybe}}"),
+        ("5", r"\boxed{5 \text{ probably}}"),
+        ("5", r"\boxed{5 \text{ at minimum}}"),
+        ("5", r"\boxed{5 \text{ and up}}"),
+        ("5", r"\boxed{5} or more"),
+        ("5.4 cents", "The answer is 5.4 dollars"),
+        # What the fast path cannot read is not handed to a CAS that pulls a number out of it.
+        ("5", r"\boxed{\geq 5}"),
+        ("5", r"\boxed{5+}"),
+        ("5", r"\boxed{7 = 5 = 5}"),
+        ("5", r"\boxed{\frac{5}{1}"),
+        ("x+1", r"\boxed{x + 1 +}"),
+        ("x+1", r"\boxed{(x + 1}"),
+        ("x+1", r"\boxed{x + 1 + \dots}"),
+        # Approximations of numbers that are written exactly.
+        ("420", r"\boxed{419.9999999}"),
+        ("0.15", r"\boxed{0.1500000001}"),
+        # An inequality for what may be an ordered pair; a numeral for its value in another base.
+        ("(-2,1)", r"\boxed{-2 < x < 1}"),
+        ("17_8", r"\boxed{15}"),
+        # A reasoning block's answer.
+        ("2", r"<think>so \boxed{2}</think><answer>The answer is 3</answer>"),
+        ("2", r"<think>so \boxed{2}"),
+    ],
+)
+def test_attacks_earn_nothing_and_say_why(reward, reference, completion):
+    result = score(reward, completion, reference)
+    assert result.ok and result.value == 0.0, (result.reason, result.details)
+    assert result.reason
+
+
+# Correct answers in the styles real models write (each scored 0 before).
+@pytest.mark.parametrize(
+    ("reference", "completion"),
+    [
+        ("18", "Janet makes 9 * $2 = $18 every day."),
+        ("18", "Janet makes $18 a day.\n\nI hope this helps!"),
+        ("18", "The answer is 18 (dollars)."),
+        ("5", "The answer is 5, not 7."),
+        ("C", r"The answer is (C) $\frac{1}{2}$."),
+        (r"\frac{1}{2}", "The answer is ½."),
+        ("540", "Janet has the rest.\nA: 540"),
+        ("540", "Answer: 540"),
+        ("540", "ANSWER: 540"),
+        ("540", "**Answer:** 540"),
+        ("540", "So she keeps 540.\n#### 540"),
+        ("540", "Final Answer: The final answer is $540$. I hope it is correct."),
+        ("B", "The answer is (B)."),
+        ("B", r"\boxed{\textbf{(B)}}"),
+        (
+            "540",
+            "<|channel|>analysis<|message|>maybe 500<|end|><|start|>assistant<|channel|>final<|message|>"
+            "The answer is \\boxed{540}.<|return|>",
+        ),
+        ("540", "reasoning that the template opened</think>\n\nThe answer is $540$."),
+        ("10000", r"The total is $\boxed{10{,}000}$."),
+        ("15", r"Annika has $15 left. The final answer is: \boxed{\15}"),
+        ("4", r"So, Castle bought \boxed{4} more boxes of cereal this week than last week."),
+        ("11", r"Tom would have been able to buy \boxed{11} more CDs if he hadn't bought the set."),
+        ("34", r"\[14 + 20 = 34 \text{ hours}\] So, she spends a total of 34 hours on it in 4 weeks."),
+        (r"-\frac{24}{25}", r"Therefore, $\cos \angle RPS = -\frac{24}{25}$."),
+        ("40", r"Therefore: \[ \text{Volume of the locker} = 20 \times 2 = 40 \text{ cubic inches} \]"),
+        ("14", r"Therefore, the final temperature was \(\boxed{14}\) degrees lower than at the start."),
+    ],
+)
+def test_formats_real_models_write(reward, reference, completion):
+    result = score(reward, completion, reference)
+    assert result.value == 1.0, (result.reason, result.details)
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        # GSM8K: calculator annotations, "#### N".
+        "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18.\n#### 18",
+        # The same solution ending in "A: N", as few-shot prompts write it.
+        "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18.\nA: 18",
+        # MATH: a boxed answer inside the solution.
+        r"She sells $16-3-4=9$ eggs, for $9 \cdot 2 = \boxed{18}$ dollars.",
+    ],
+)
+def test_whole_solutions_as_references(reward, reference):
+    right, wrong = reward.score(
+        [
+            Sample(completion=r"So \boxed{18}.", reference=reference),
+            Sample(completion=r"So \boxed{9}.", reference=reference),
+        ]
+    )
+    assert (right.value, wrong.value) == (1.0, 0.0)
+    assert right.details["reference_answer"] == "18" and right.details["path"] == "fast"
+
+
+def test_a_solution_without_an_answer_is_an_invalid_reference(reward):
+    long_solution = (
+        "We add the numbers.\nThen we think about it a great deal more, at length, in many words.\nDone."
+    )
+    result = score(reward, r"\boxed{3}", long_solution, id="q-1")
+    assert result.status is Status.INVALID_INPUT and "q-1" in result.reason
+
+
+def test_every_explicit_answer_must_be_the_reference():
+    reward = MathAnswerReward(execution="inline")
+    agreeing, disagreeing = reward.score(
+        [
+            Sample(completion="The answer is $\\frac{1}{2}$.\n\nSo, \\boxed{0.5}.", reference="1/2"),
+            Sample(completion="The answer is $\\frac{1}{3}$.\n\nSo, \\boxed{0.5}.", reference="1/2"),
+        ]
+    )
+    reward.close()
+    assert agreeing.value == 1.0 and agreeing.details["extracted"] == [r"\frac{1}{2}", "0.5"]
+    assert disagreeing.value == 0.0 and "2 different answers" in disagreeing.reason
+
+
+def test_a_real_completion_that_hung_the_old_fast_path_ends_at_once():
+    case = json.loads((Path(__file__).parent / "data" / "real_hang.json").read_text())
+    reward = MathAnswerReward(execution="inline", use_cas=False)
+    started = time.monotonic()
+    [result] = reward.score([Sample(completion=case["completion"], reference=case["reference"])])
+    elapsed = time.monotonic() - started
+    reward.close()
+    # The old fast path did not end in 20 s; the bound leaves room for a loaded CI machine.
+    assert elapsed < 1.0, elapsed
+    assert result.ok and result.value == 0.0
+
+
+class StallingOnOneSample(MathAnswerReward):
+    """A math reward whose reading of one sample never ends (a stand-in for a pathological
+    input): defined at module level, so that it pickles to the rule workers."""
+
+    def first_pass(self, sample):
+        while sample.completion == "STALL":
+            pass
+        return super().first_pass(sample)
+
+
+def test_a_sample_past_its_budget_is_a_timeout_and_the_batch_goes_on():
+    reward = StallingOnOneSample(sample_budget_s=0.5, use_cas=False)
+    stall = Sample(completion="STALL", reference="1", id="stuck")
+    started = time.monotonic()
+    results = reward.score([stall, Sample(completion=r"\boxed{1}", reference="1")] * 2)
+    elapsed = time.monotonic() - started
+    reward.close()
+    assert [r.status for r in results] == [Status.TIMEOUT, Status.OK, Status.TIMEOUT, Status.OK]
+    assert "stuck" in results[0].reason and "0.5s budget" in results[0].reason
+    assert [r.value for r in results[1::2]] == [1.0, 1.0]
+    assert elapsed < 10, elapsed
