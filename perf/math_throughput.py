@@ -11,17 +11,30 @@ Each side runs ``--repeats`` times with cleared caches; the median is reported, 
 0%, 5% and 10% hard answers. The hard answers are adversarial test cases, a few of which (sums
 of recurrences) cost both tools hundreds of milliseconds of sympy time; at 10% they dominate.
 
-Run:  python perf/math_throughput.py
+**First contact** (``--first-contact``): each answer format of the real-output corpus
+(perf/data/math_real_outputs.jsonl.gz: real completions ending in a box, a final line, "The
+answer is", and the same completions rewritten to end in "A: X", "#### X", Minerva's form and
+the rest; references bare or whole solutions) is scored in a fresh process, where nothing is
+shared between pairs: rewardlab's verdict cache is bypassed, so every completion is read,
+extracted, normalised and compared on its own (a reference is read once per reference, as
+math-verify parses a gold once). Both libraries are imported and warmed on one unrelated pair
+first; their one-off start-up is reported apart. rewardlab runs inline and, as users get it by
+default, in its rule workers.
+
+Run:  python perf/math_throughput.py [--first-contact]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import logging
 import random
 import statistics
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -56,7 +69,7 @@ def realistic_batch(hard_fraction: float, seed: int = 0) -> list[Sample]:
 def clear_caches() -> None:
     from math_verify import parser
 
-    math_reward._parsed.cache_clear()
+    math_reward._gold.cache_clear()
     math_reward.fast_verdict.cache_clear()
     parser.parse_latex_cached.cache_clear()
     parser.parse_expr_cached.cache_clear()
@@ -79,18 +92,20 @@ def run_rewardlab(samples: list[Sample], reuse_verdicts: bool = True) -> tuple[f
     """``reuse_verdicts=False`` runs the fast path without its caches, so every answer is parsed
     and compared on its own even when the batch repeats a (gold, answer) pair (as the G rollouts
     of one prompt often do); math-verify has no such reuse beyond a 20-entry parse cache."""
-    reward = MathAnswerReward()
-    reward.pool.submit(pow, 2, 2, budget_s=60).result()  # workers up, as after a first training step
-    cached = (math_reward.fast_verdict, math_reward._parsed)
+    # Without shared verdicts the fast path runs here, where its cache can be bypassed; with them,
+    # in the rule workers, as users get it.
+    reward = MathAnswerReward(execution="worker" if reuse_verdicts else "inline")
+    reward.pool.submit(pow, 2, 2, budget_s=60).result()  # CAS workers up, as after a first step
+    reward.score(samples[:2])  # and the rule workers
+    cached = math_reward.fast_verdict
     if not reuse_verdicts:
         math_reward.fast_verdict = math_reward.fast_verdict.__wrapped__
-        math_reward._parsed = math_reward._parsed.__wrapped__
     try:
         started = time.perf_counter()
         scores = reward.score(samples)
         elapsed = time.perf_counter() - started
     finally:
-        math_reward.fast_verdict, math_reward._parsed = cached
+        math_reward.fast_verdict = cached
         reward.close()
     return elapsed, scores
 
@@ -112,12 +127,104 @@ def measure(samples: list[Sample], repeats: int) -> tuple[float, float, float, C
     return statistics.median(theirs), statistics.median(ours), statistics.median(alone), paths, agree
 
 
+def corpus_groups() -> dict[str, list[dict]]:
+    """Real-output rows by answer format (bare references) and by kind of whole reference."""
+    with gzip.open(ROOT / "perf/data/math_real_outputs.jsonl.gz", "rt") as lines:
+        rows = [json.loads(line) for line in lines]
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        bare = row["reference_kind"] == "bare"
+        groups.setdefault(row["format"] if bare else f"reference: {row['reference_kind']}", []).append(row)
+    bare_of_whole = {row["id"].removesuffix("-wholeref") for row in rows if row["reference_kind"] != "bare"}
+    groups["reference: bare (same rows)"] = [row for row in rows if row["id"] in bare_of_whole]
+    return groups
+
+
+class NoVerdicts(dict):
+    """A CAS verdict cache that keeps nothing."""
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+
+def first_contact_worker(group: str) -> None:
+    """In a fresh process: time both libraries on one format's rows, print JSON."""
+    from math_verify import parse, verify
+
+    rows = corpus_groups()[group]
+    samples = [Sample(completion=row["completion"], reference=row["reference"]) for row in rows]
+    started = time.perf_counter()
+    inline = MathAnswerReward(execution="inline")
+    # One pair the CAS settles: its worker pool starts here, not inside the timed run.
+    inline.score([Sample(completion="So $\\boxed{\\sum_{k=1}^{2} x}$.", reference="2x")])
+    ours_startup = time.perf_counter() - started
+    started = time.perf_counter()
+    verify(parse("$x^2$"), parse("So $\\boxed{\\frac{1}{2}}$."))
+    theirs_startup = time.perf_counter() - started
+    # No verdict shared between pairs: every completion's answer is parsed and compared anew, and
+    # the CAS keeps no verdicts either.
+    math_reward.fast_verdict = math_reward.fast_verdict.__wrapped__
+    inline._cas_cache = NoVerdicts()
+    started = time.perf_counter()
+    inline.score(samples)
+    ours = time.perf_counter() - started
+    # As users get it: in rule workers, whose verdict cache reuses repeated (gold, answer) pairs.
+    workers = MathAnswerReward()
+    workers.score(samples[:2])  # the rule workers up
+    started = time.perf_counter()
+    workers.score(samples)
+    ours_workers = time.perf_counter() - started
+    started = time.perf_counter()
+    for row in rows:
+        gold = row["reference"] if row["reference_kind"] != "bare" else f"${row['reference']}$"
+        with contextlib.suppress(Exception):  # math-verify's own failure mode is "not equal"
+            verify(parse(gold), parse(row["completion"]))
+    theirs = time.perf_counter() - started
+    inline.close()
+    workers.close()
+    print(json.dumps({
+        "n": len(rows), "ours": ours, "ours_workers": ours_workers, "theirs": theirs,
+        "ours_startup": ours_startup, "theirs_startup": theirs_startup,
+    }))  # fmt: skip
+
+
+def first_contact() -> None:
+    print(
+        f"{'format (fresh process)':>34} | {'n':>5} | {'math-verify ms':>14} | {'rewardlab ms':>12} | "
+        f"speed-up | {'default ms':>10} | speed-up"
+    )
+    for group in sorted(corpus_groups()):
+        answer = subprocess.run(
+            [sys.executable, __file__, "--first-contact-worker", group],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        figures = json.loads(answer.stdout.strip().splitlines()[-1])
+        n = figures["n"]
+        theirs, ours, workers = (figures[key] / n * 1e3 for key in ("theirs", "ours", "ours_workers"))
+        print(
+            f"{group:>34} | {n:5d} | {theirs:14.3f} | {ours:12.3f} | {theirs / ours:7.1f}x | "
+            f"{workers:10.3f} | {theirs / workers:7.1f}x"
+        )
+    print(
+        f"one-off start-up in the last process: rewardlab {figures['ours_startup']:.2f} s (reward, "
+        f"first sample), math-verify {figures['theirs_startup']:.2f} s (imports, first pair)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--hard-fractions", type=float, nargs="+", default=[0.0, 0.05, 0.1])
+    parser.add_argument("--first-contact", action="store_true", help="per answer format, in fresh processes")
+    parser.add_argument("--first-contact-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     logging.getLogger("math_verify").setLevel(logging.ERROR)
+    if args.first_contact_worker:
+        first_contact_worker(args.first_contact_worker)
+        return
+    if args.first_contact:
+        first_contact()
+        return
     print(
         f"{'batch':>22} | {'math-verify /s':>14} | {'rewardlab /s':>12} | speed-up | "
         f"{'no shared verdicts /s':>21} | speed-up | paths | agree"

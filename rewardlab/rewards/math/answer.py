@@ -201,11 +201,12 @@ def _states_several(text: str) -> bool:
     return bool(_SEVERAL_STATEMENTS.search(_SUBSCRIPT.sub("", _ENVIRONMENT.sub(" ", text))))
 
 
-def parse_answer(raw: str, choice_expected: bool = False) -> Answer:
-    """The shape and content of an answer, or raise `Unsupported` / `InvalidAnswer`."""
+def parse_answer(raw: str, choice_expected: bool = False, cleaned: Normalized | None = None) -> Answer:
+    """The shape and content of an answer, or raise `Unsupported` / `InvalidAnswer`; ``cleaned``
+    is ``normalize(raw)`` when the caller has it already."""
     if len(raw) > MAX_ANSWER_CHARS:
         raise InvalidAnswer(f"answer is longer than the {MAX_ANSWER_CHARS}-character limit")
-    cleaned = normalize(raw)
+    cleaned = normalize(raw) if cleaned is None else cleaned
     text = cleaned.text
     if _states_several(text):
         return Hedged(text)

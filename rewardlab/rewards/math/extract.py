@@ -51,14 +51,15 @@ from rewardlab.rewards.math.commitment import (
 from rewardlab.rewards.math.spans import Span, box_count, boxes, math_spans
 from rewardlab.rewards.math.text import reader_text
 
+# Starts with the word itself, so that the scan skips ahead to each "answer" (an optional
+# adjective first made it try every position): "The (final) answer is", "Answer:", "ANSWER:".
 _PHRASE = re.compile(
-    r"\b(?:(?:final|correct|right|actual|true|corrected|exact|only|required)\s+)?answers?"
-    r"(?:\s+to\s+(?:the|this)\s+(?:question|problem))?\**[ \t]*"
+    r"answers?(?:\s+to\s+(?:the|this)\s+(?:question|problem))?\**[ \t]*"
     r"(?:(?:is|are|would\s+be|should\s+be|will\s+be|must\s+be|remains)\b[ \t]*:?|[:=])\**[ \t]*"
-    r"|\banswer[ \t]*(?=\$|\\\(|\\\[)",
+    r"|answer[ \t]*(?=\$|\\\(|\\\[)",
     re.IGNORECASE,
 )
-_HASHES = re.compile(r"(?:^|(?<=\s))####[ \t]*(?=[-+$\\(\d.])", re.MULTILINE)
+_HASHES = re.compile(r"####[ \t]*(?=[-+$\\(\d.])")
 # "A: X" opening the final line, or after its last sentence ("... in one week. A: 77").
 _LABEL_LINE = re.compile(r"(?:^|(?<=[.!?:\])$]\s))\**A\**\s*:\**\s*(?=\S)")
 _CONCLUSION = re.compile(
@@ -288,6 +289,8 @@ def extract_answer(
     found = boxes(text)
     phrases = []
     for match in _PHRASE.finditer(text) if use_phrases else ():
+        if match.start() and text[match.start() - 1].isalpha():
+            continue  # part of a longer word ("unanswered")
         if len(phrases) == MAX_MARKERS:
             return Extraction(refusal=f"more than {MAX_MARKERS} answer phrases: no single answer")
         phrases.append(match)
@@ -297,6 +300,8 @@ def extract_answer(
         statements += phrased
         refusals += refused
         for match in _HASHES.finditer(text):
+            if match.start() and not text[match.start() - 1].isspace():
+                continue  # "#####" or "a####": not GSM8K's marker
             sentence = _sentence_after(text, match.end())
             _add(
                 statements,

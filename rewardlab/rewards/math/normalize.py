@@ -43,6 +43,7 @@ THOUSANDS = re.compile(r"^-?(?!0,)\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _DECIMAL_COMMA = re.compile(r"^-?0,\d+$")
 # "\15": a dollar sign lost from "\$15".
 _STRAY_BACKSLASH = re.compile(r"\\(?=\d)")
+_PLAIN_NUMBER = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?")
 _CURRENCY_SIGNS = str.maketrans("", "", "€£¥¢")
 _COMMANDS = re.compile(r"\\[a-zA-Z]+")
 _WORDS_ONLY = re.compile(r"[A-Za-z][A-Za-z '’.-]*")
@@ -100,6 +101,8 @@ def _without_trailing_words(text: str) -> str:
 
 def normalize(text: str) -> Normalized:
     """Clean an answer for comparison; see the module docstring for what is removed."""
+    if _PLAIN_NUMBER.fullmatch(text):
+        return Normalized(text)  # most answers: nothing to clean
     text = strip_delimiters(math_unicode(text))
     text = re.sub(r"\\[lr]?vert\b|\\[lr]?Vert\b", "|", text)
     text = text.replace(r"\displaystyle", "").replace("−", "-").replace(r"\mathbb{R}", r"(-\infty,\infty)")

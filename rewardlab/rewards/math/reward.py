@@ -33,7 +33,7 @@ from rewardlab.rewards.math.cas import CasVerdict, cas_equivalent
 from rewardlab.rewards.math.compare import APPROXIMATION_DIGITS, answers_equal, uses_pi
 from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, is_literal, variables
 from rewardlab.rewards.math.extract import extract_answer, reference_answer
-from rewardlab.rewards.math.normalize import normalize
+from rewardlab.rewards.math.normalize import Normalized, normalize
 from rewardlab.rewards.process_pool import (
     KillableProcessPool,
     LazyPool,
@@ -78,14 +78,29 @@ class Pending:
     unsure: tuple[str, ...]
 
 
-@functools.lru_cache(maxsize=_VERDICT_CACHE_SIZE)
-def _parsed(text: str, choice_expected: bool) -> Answer | _Unparsed:
+def _parsed(text: str, choice_expected: bool, cleaned: Normalized) -> Answer | _Unparsed:
     try:
-        return parse_answer(text, choice_expected=choice_expected)
+        return parse_answer(text, choice_expected=choice_expected, cleaned=cleaned)
     except InvalidAnswer as error:
         return _Unparsed(str(error), too_large=True)
     except (Unsupported, ValueError, ZeroDivisionError, OverflowError, RecursionError) as error:
         return _Unparsed(str(error), too_large=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Gold:
+    """A reference answer, read once however many completions it grades."""
+
+    cleaned: Normalized
+    choice: bool
+    answer: Answer | _Unparsed
+
+
+@functools.lru_cache(maxsize=4096)
+def _gold(gold: str) -> _Gold:
+    cleaned = normalize(gold)
+    choice = is_choice_letter(cleaned.text)
+    return _Gold(cleaned, choice, _parsed(gold, choice, cleaned))
 
 
 def _value_node(answer: Answer) -> Node | None:
@@ -116,10 +131,10 @@ def _needs_a_number(gold: Answer | _Unparsed, predicted: Answer | _Unparsed) -> 
     return not (isinstance(gold, Scalar) and gold.degrees and radians)
 
 
-def incomplete(text: str) -> str | None:
+def incomplete(cleaned: Normalized) -> str | None:
     """Why an answer is not a complete expression (unbalanced brackets, a dangling operator or
     relation, a trailing ellipsis), or None."""
-    text = normalize(text).text
+    text = cleaned.text
     depth = 0
     for char in text:
         depth += (char in _OPENERS) - (char in _CLOSERS)
@@ -142,21 +157,22 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     are arithmetic left undone, equal in value but restating a computation instead of giving
     its result (a policy under GRPO learned to echo "The answer is 17 - 7." for "What is 17 - 7?").
     """
-    choice_expected = is_choice_letter(normalize(gold).text)
-    gold_answer = _parsed(gold, choice_expected)
-    predicted = _parsed(prediction, choice_expected)
+    expected = _gold(gold)
+    gold_answer, choice_expected = expected.answer, expected.choice
+    cleaned = normalize(prediction)
+    predicted = _parsed(prediction, choice_expected, cleaned)
     if isinstance(predicted, _Unparsed) and predicted.too_large:
         raise InvalidAnswer(predicted.message)
-    if normalize(gold) == normalize(prediction) and normalize(gold).text and not choice_expected:
+    if cleaned == expected.cleaned and cleaned.text and not choice_expected:
         return True, None
     if _needs_a_number(gold_answer, predicted) and not _is_number(predicted):
         value = None if isinstance(predicted, _Unparsed) else _value_node(predicted)
         if value is not None and not variables(value):
             return False, f"{prediction!r} is arithmetic left undone, not a number"
-        if value is not None or isinstance(predicted, _Unparsed):
+        if isinstance(predicted, _Unparsed | Scalar | Equation):
             return False, f"{prediction!r} is not a number"
     if isinstance(gold_answer, _Unparsed) or isinstance(predicted, _Unparsed):
-        reason = incomplete(prediction)
+        reason = incomplete(cleaned)
         return (False, reason) if reason is not None else (None, None)
     verdict = answers_equal(gold_answer, predicted)
     if isinstance(predicted, Hedged) and not verdict:
@@ -313,7 +329,7 @@ class MathAnswerReward(Reward):
         details["method"] = extraction.method
         if not answers:
             return self._scored(False, extraction.refusal or "no final answer found", details)
-        choice = is_choice_letter(normalize(gold).text)
+        choice = _gold(gold).choice
         unsure = []
         for statement in dict.fromkeys(extraction.statements):
             try:

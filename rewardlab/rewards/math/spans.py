@@ -102,49 +102,57 @@ def _escaped(text: str, index: int) -> bool:
 
 
 class _Closers:
-    """Sorted positions of one closing delimiter, searched by bisection."""
+    """Sorted positions of one closing delimiter, found on first use and searched by bisection."""
 
     def __init__(self, text: str, needle: str):
-        self.positions = _positions(text, needle)
+        self.text, self.needle = text, needle
+        self._positions: list[int] | None = None
 
     def after(self, index: int, limit: int, count: int) -> list[int]:
         """The first ``count`` positions in ``[index, limit]``."""
-        start = bisect.bisect_left(self.positions, index)
-        stop = min(bisect.bisect_right(self.positions, limit), start + count)
-        return self.positions[start:stop]
+        if self._positions is None:
+            self._positions = _positions(self.text, self.needle)
+        start = bisect.bisect_left(self._positions, index)
+        stop = min(bisect.bisect_right(self._positions, limit), start + count)
+        return self._positions[start:stop]
+
+
+#: What can open a span, and the backslash escapes to step over (``\\$`` is a dollar sign).
+_OPENER = re.compile(r"\\[(\[]|\\.|\$\$|\$", re.DOTALL)
 
 
 def math_spans(text: str) -> list[Span]:
-    """Every math span (``$$...$$``, ``$...$``, ``\\(...\\)``, ``\\[...\\]``), in order, not nested."""
-    displays = _Closers(text, "$$")
-    dollars = _Closers(text, "$")
-    parens = _Closers(text, "\\)")
-    brackets = _Closers(text, "\\]")
+    """Every math span (``$$...$$``, ``$...$``, ``\\(...\\)``, ``\\[...\\]``), in order, not nested.
+
+    The scan jumps from one possible opener to the next (a regular expression finds them), so
+    plain prose costs next to nothing; the closers of each kind are collected once, on first use.
+    """
+    if "$" not in text and "\\(" not in text and "\\[" not in text:
+        return []
+    closers = {
+        "$$": _Closers(text, "$$"),
+        "$": _Closers(text, "$"),
+        "\\(": _Closers(text, "\\)"),
+        "\\[": _Closers(text, "\\]"),
+    }
     blank_lines = _Closers(text, "\n\n")
     spans: list[Span] = []
-    index = 0
-    while index < len(text):
-        char = text[index]
-        span = None
-        if char == "\\" and index + 1 < len(text) and text[index + 1] in "([":
-            closers = parens if text[index + 1] == "(" else brackets
-            span = _first_closed(text, index, 2, closers, accept=_unescaped_closer)
-        elif char == "\\":
-            index += 2
-            continue
-        elif char == "$" and text.startswith("$$", index):
-            span = _first_closed(text, index, 2, displays, accept=_unescaped_closer)
-        elif char == "$":
+    cursor = 0
+    for match in _OPENER.finditer(text):
+        opener, index = match.group(), match.start()
+        if index < cursor or opener not in closers:
+            continue  # inside a span already found, or an escaped character
+        if opener == "$":
             paragraph_end = next(iter(blank_lines.after(index, len(text), 1)), len(text))
             limit = min(paragraph_end, index + MAX_GROUP_CHARS)
-            if index + 1 < len(text):
-                accept = _inline_closer if not text[index + 1].isspace() else _spaced_inline_closer
-                span = _first_closed(text, index, 1, dollars, accept=accept, limit=limit)
-        if span is None:
-            index += 2 if text.startswith("$$", index) else 1
-            continue
-        spans.append(span)
-        index = span.end
+            spaced = index + 1 < len(text) and text[index + 1].isspace()
+            accept = _spaced_inline_closer if spaced else _inline_closer
+            span = _first_closed(text, index, 1, closers["$"], accept=accept, limit=limit)
+        else:
+            span = _first_closed(text, index, 2, closers[opener], accept=_unescaped_closer)
+        if span is not None:
+            spans.append(span)
+            cursor = span.end
     return spans
 
 

@@ -47,9 +47,9 @@ _ROOT_OF_DIGITS = re.compile(r"\\sqrt (\d+(?:\.\d+)?)")
 
 def math_unicode(text: str) -> str:
     """Unicode mathematics as LaTeX (see the module docstring); invisible characters dropped."""
-    text = _INVISIBLE.sub("", text)
     if text.isascii():
         return text
+    text = _INVISIBLE.sub("", text)
     text = text.translate(_FULL_WIDTH)
     for char, (numerator, denominator) in _VULGAR_FRACTIONS.items():
         if char in text:
