@@ -8,8 +8,9 @@ completions from Qwen and Llama models with labels that no grader here produced.
 scores every row with three graders in one process and reports agreement with the label per
 source, per generator, per answer format and per reference kind:
 
-* rewardlab: `MathAnswerReward` through the public `Reward.score` API, in batches; a row is
-  accepted when its score is ok with value 1.0. A non-ok status is a reject, also counted apart.
+* rewardlab: `MathAnswerReward` through the public `Reward.score` API, in batches, with the
+  question as the prompt (as a trainer passes it); a row is accepted when its score is ok with
+  value 1.0. A non-ok status is a reject, also counted apart.
 * math-verify as its README uses it: ``verify(parse(f"${gold}$"), parse(completion))``; an
   exception is a reject.
 * TRL's ``trl.rewards.accuracy_reward``, one row per call, with the reference as ``solution``
@@ -88,7 +89,7 @@ def rewardlab_scores(rows: list[dict]) -> list[Score]:
     try:
         for begin in range(0, len(rows), BATCH):
             samples = [
-                Sample(completion=r["completion"], reference=r["reference"], id=r["id"])
+                Sample(prompt=r["question"], completion=r["completion"], reference=r["reference"], id=r["id"])
                 for r in rows[begin : begin + BATCH]
             ]
             scores += reward.score(samples)

@@ -6,18 +6,27 @@ answer is 3</answer>`` was paid as the answer 2. So every rule reward (``math_an
 ``string_match``, ``regex_match``, ``json_schema``, ``instruction_following``,
 ``code_execution``) reads one region, found by the same rules:
 
-1. **Harmony** (gpt-oss): when the text has channel markers, the answer is the last message of
-   the ``final`` channel; the ``analysis`` and ``commentary`` channels are not the answer, and a
-   text without a final message has none.
+1. **Harmony** (gpt-oss): when the text starts in Harmony form (a ``<|channel|>`` or
+   ``<|start|>`` marker), the answer is the last message of the ``final`` channel; the
+   ``analysis`` and ``commentary`` channels are not the answer, and a text without a final
+   message has none. A marker further into an ordinary text is text.
 2. **Reasoning blocks are removed**: ``<think>...</think>``, ``<thinking>``, ``<reasoning>``,
    ``<|begin_of_thought|>...<|end_of_thought|>``, ``[THINK]...[/THINK]`` and ``◁think▷...◁/think▷``
    by default. A closing marker without an opening one closes reasoning that the chat template
-   opened in the prompt (DeepSeek-R1, Qwen3): everything before it is reasoning. A block that
-   opens and never closes (a rollout cut off while thinking) leaves **no answer**.
+   opened in the prompt (DeepSeek-R1, Qwen3): everything before it is reasoning (set
+   ``prompt_opens_reasoning: false`` for a template that never does, so that a policy cannot hide
+   text behind a stray ``</think>``). A block that opens and never closes (a rollout cut off while
+   thinking) leaves **no answer**.
 3. **Answer blocks**: when ``<answer>...</answer>`` (or ``<|begin_of_solution|>...``) remains, the
-   answer is its content and text around it is not. Several blocks that say different things
-   are no single answer; a block that never closes is no answer; a closing marker without an
-   opening one closes a block the prompt opened, so the answer is the text before it.
+   answer is its content; the text around it is kept apart (`Region.around`), for the rewards
+   that must also read what is said outside the block (``math_answer`` does: an answer stated
+   there must agree). Several blocks that say different things are no single answer; a block
+   that never closes is no answer; a closing marker without an opening one closes a block the
+   prompt opened, so the answer is the text before it - unless text follows it, when there is
+   no block at all.
+
+Markers inside fenced code blocks are code, not structure: a ```` ```<answer>10</answer>``` ````
+shown as an example changes nothing.
 
 ``answer_region: whole`` reads the whole completion instead (a format check that looks at the
 tags themselves wants that; ``think_answer_format`` always does).
@@ -32,6 +41,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardlab.rewards.fences import fenced_spans, inside
+
 Markers = tuple[tuple[str, str], ...]
 
 DEFAULT_REASONING: Markers = (
@@ -43,7 +54,7 @@ DEFAULT_REASONING: Markers = (
     ("◁think▷", "◁/think▷"),
 )
 DEFAULT_ANSWER: Markers = (("<answer>", "</answer>"), ("<|begin_of_solution|>", "<|end_of_solution|>"))
-_HARMONY_CHANNEL = "<|channel|>"
+_HARMONY_STARTS = ("<|channel|>", "<|start|>")
 _HARMONY_FINAL = "<|channel|>final"
 _HARMONY_MESSAGE = "<|message|>"
 _HARMONY_ENDS = ("<|end|>", "<|return|>", "<|call|>", "<|start|>")
@@ -54,12 +65,14 @@ class Region:
     """What a completion answers: ``text`` is None when it holds no answer, and ``reason`` says why.
 
     ``source`` names where the text came from: ``"whole"``, ``"outside_reasoning"``,
-    ``"answer_block"`` or ``"harmony_final"``.
+    ``"answer_block"`` or ``"harmony_final"``. ``around`` is the text outside the answer block
+    (and outside reasoning), when the answer came from one.
     """
 
     text: str | None
     source: str
     reason: str | None = None
+    around: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +84,16 @@ class _Marker:
 
 
 def _markers(text: str, pairs: Markers) -> list[_Marker]:
-    """Every opening and closing marker of ``pairs`` in ``text``, in order of position."""
+    """Every opening and closing marker of ``pairs`` in ``text`` outside fenced code, in order."""
     found = []
+    code = None
     for index, (opening, closing) in enumerate(pairs):
         for marker, is_opening in ((opening, True), (closing, False)):
             start = text.find(marker)
             while start != -1:
-                found.append(_Marker(start, start + len(marker), index, is_opening))
+                code = fenced_spans(text) if code is None else code
+                if not inside(code, start):
+                    found.append(_Marker(start, start + len(marker), index, is_opening))
                 start = text.find(marker, start + len(marker))
     # A closing marker that contains an opening one ("</think>" holds no "<think>") never
     # collides; for equal positions the longer marker wins.
@@ -85,16 +101,29 @@ def _markers(text: str, pairs: Markers) -> list[_Marker]:
     return found
 
 
-def _outside_blocks(text: str, pairs: Markers) -> tuple[list[str], list[str], str | None]:
-    """(text outside the blocks, the blocks' contents, why there is no answer or None).
+@dataclass(slots=True)
+class _Blocks:
+    """A text split by one kind of block: what is outside, what is inside, why there is no
+    answer (a block never closes), and whether a stray closer was followed by text."""
 
-    A closing marker with no block open discards everything before it (the block opened in the
-    prompt); a block still open at the end leaves no answer.
+    outside: list[str]
+    inside: list[str]
+    reason: str | None = None
+    stray_then_text: bool = False
+
+
+def _outside_blocks(text: str, pairs: Markers, *, stray_closes_prompt_block: bool = True) -> _Blocks:
+    """Split ``text`` by the blocks ``pairs`` mark.
+
+    A closing marker with no block open closes a block the prompt opened: everything before it
+    was inside (``stray_closes_prompt_block=False`` reads such a marker as plain text). A block
+    still open at the end leaves no answer.
     """
     outside: list[str] = []
-    inside: list[str] = []
+    blocks: list[str] = []
     open_pair: _Marker | None = None
     cursor = 0
+    stray_at = -1
     for marker in _markers(text, pairs):
         if marker.position < cursor:
             continue  # overlaps a marker already taken
@@ -102,26 +131,30 @@ def _outside_blocks(text: str, pairs: Markers) -> tuple[list[str], list[str], st
             if marker.opening:
                 outside.append(text[cursor : marker.position])
                 open_pair = marker
-            else:
+            elif stray_closes_prompt_block:
                 # A block opened before this point (in the prompt, or by an earlier stray
                 # marker): what came since the last marker was inside it.
                 outside = []
-                inside.append(text[cursor : marker.position])
+                blocks.append(text[cursor : marker.position])
+                stray_at = marker.end
+            else:
+                continue
             cursor = marker.end
         elif not marker.opening and marker.pair == open_pair.pair:
-            inside.append(text[cursor : marker.position])
+            blocks.append(text[cursor : marker.position])
             open_pair = None
             cursor = marker.end
     if open_pair is not None:
         opening = pairs[open_pair.pair][0]
-        return outside, inside, f"{opening} opens at character {open_pair.position} and never closes"
+        return _Blocks(outside, blocks, f"{opening} opens at character {open_pair.position} and never closes")
     outside.append(text[cursor:])
-    return outside, inside, None
+    stray_then_text = stray_at != -1 and bool(text[stray_at:].strip())
+    return _Blocks(outside, blocks, stray_then_text=stray_then_text)
 
 
 def _harmony_final(text: str) -> Region | None:
     """The last final-channel message of a Harmony text; None when the text is not Harmony."""
-    if _HARMONY_CHANNEL not in text:
+    if not text.lstrip().startswith(_HARMONY_STARTS):
         return None
     start = text.rfind(_HARMONY_FINAL)
     message = -1 if start == -1 else text.find(_HARMONY_MESSAGE, start)
@@ -144,20 +177,24 @@ class AnswerRegion:
         reasoning: (opening, closing) markers of reasoning blocks, removed.
         answers: (opening, closing) markers of answer blocks; when present, only their content counts.
         harmony: Read Harmony channel markers (default True).
+        prompt_opens_reasoning: A closing reasoning marker without an opening one ends reasoning
+            the prompt opened (default True); False reads it as text.
         whole: Read the whole completion, ignoring every marker (default False).
     """
 
     reasoning: Markers = DEFAULT_REASONING
     answers: Markers = DEFAULT_ANSWER
     harmony: bool = True
+    prompt_opens_reasoning: bool = True
     whole: bool = False
 
     @classmethod
     def from_option(cls, value: Any) -> AnswerRegion:
         """From a reward option: ``None`` or ``"default"``, ``"whole"``, an `AnswerRegion`, or a
         mapping with any of ``reasoning_tags`` (names: ``[think]`` means ``<think>...</think>``),
-        ``reasoning_markers`` (``[[opening, closing], ...]``), ``answer_tags``, ``answer_markers``
-        and ``harmony``. Tags and markers given replace the defaults of their kind."""
+        ``reasoning_markers`` (``[[opening, closing], ...]``), ``answer_tags``, ``answer_markers``,
+        ``harmony`` and ``prompt_opens_reasoning``. Tags and markers given replace the defaults
+        of their kind."""
         if isinstance(value, AnswerRegion):
             return value
         if value is None or value == "default":
@@ -166,16 +203,20 @@ class AnswerRegion:
             return cls(whole=True)
         if not isinstance(value, Mapping):
             raise ValueError(f"answer_region must be 'default', 'whole' or a mapping, got {value!r}")
-        known = {"reasoning_tags", "reasoning_markers", "answer_tags", "answer_markers", "harmony"}
+        known = {
+            "reasoning_tags", "reasoning_markers", "answer_tags", "answer_markers", "harmony",
+            "prompt_opens_reasoning",
+        }  # fmt: skip
         unknown = set(value) - known
         if unknown:
             raise ValueError(f"answer_region: unknown keys {sorted(unknown)}; accepted: {sorted(known)}")
         reasoning = _pairs(value, "reasoning", DEFAULT_REASONING)
         answers = _pairs(value, "answer", DEFAULT_ANSWER)
-        harmony = value.get("harmony", True)
-        if not isinstance(harmony, bool):
-            raise ValueError(f"answer_region.harmony must be true or false, got {harmony!r}")
-        return cls(reasoning=reasoning, answers=answers, harmony=harmony)
+        flags = {key: value.get(key, True) for key in ("harmony", "prompt_opens_reasoning")}
+        for key, flag in flags.items():
+            if not isinstance(flag, bool):
+                raise ValueError(f"answer_region.{key} must be true or false, got {flag!r}")
+        return cls(reasoning=reasoning, answers=answers, **flags)
 
     def read(self, text: str) -> Region:
         """The answer region of a completion's text."""
@@ -189,21 +230,24 @@ class AnswerRegion:
         return self._without_reasoning(text)
 
     def _without_reasoning(self, text: str) -> Region:
-        outside, _, reason = _outside_blocks(text, self.reasoning)
-        if reason is not None:
-            return Region(None, "outside_reasoning", f"no answer: {reason}")
-        remaining = _joined(outside)
-        if not self.answers or not any(
-            opening in remaining or closing in remaining for opening, closing in self.answers
-        ):
+        reasoning = _outside_blocks(
+            text, self.reasoning, stray_closes_prompt_block=self.prompt_opens_reasoning
+        )
+        if reasoning.reason is not None:
+            return Region(None, "outside_reasoning", f"no answer: {reasoning.reason}")
+        remaining = _joined(reasoning.outside)
+        if not self.answers or not any(o in remaining or c in remaining for o, c in self.answers):
             return Region(remaining, "outside_reasoning")
-        _, blocks, reason = _outside_blocks(remaining, self.answers)
-        if reason is not None:
-            return Region(None, "answer_block", f"no answer: {reason}")
-        distinct = list(dict.fromkeys(block.strip() for block in blocks if block.strip()))
+        answer = _outside_blocks(remaining, self.answers)
+        if answer.reason is not None:
+            return Region(None, "answer_block", f"no answer: {answer.reason}")
+        if answer.stray_then_text or not answer.inside:
+            # "5</answer> Actually it is 7": no block the prompt opened; read it all.
+            return Region(remaining, "outside_reasoning")
+        distinct = list(dict.fromkeys(block.strip() for block in answer.inside if block.strip()))
         if len(distinct) > 1:
             return Region(None, "answer_block", f"no single answer: {len(distinct)} different answer blocks")
-        return Region(distinct[0] if distinct else "", "answer_block")
+        return Region(distinct[0] if distinct else "", "answer_block", around=_joined(answer.outside))
 
 
 def _pairs(value: Mapping[str, Any], kind: str, default: Markers) -> Markers:

@@ -28,8 +28,11 @@ _CHOICE_GOLD = re.compile(r"^\(?\s*([A-E])\s*\)?$")
 _CHOICE_LEADING = re.compile(
     r"^(?:(?:option|choice)\s*)?(?:\(\s*([A-Ea-e])\s*\)|([A-E])(?:[.:)]|\s|$))", re.I
 )
-# Another option named after the first: "(D)", "and D", "or D", ", D", "/D", "& D".
-_ANOTHER_CHOICE = re.compile(r"\(\s*[A-Ea-e]\s*\)|(?:\band\b|\bor\b|[,;/&])\s*\(?[A-E]\)?(?![A-Za-z])")
+# Another option named after the first: "(D)", "and D", "C" standing alone; not an article
+# ("A triangle") nor a letter in an expression ("2A+B").
+_ANOTHER_CHOICE = re.compile(
+    r"(?<![A-Za-z0-9\\^_+\-*/=])\(?\s*[A-Ea-e]\s*\)|(?<![A-Za-z0-9\\^_+\-*/=])[A-E](?![A-Za-z0-9^_+\-*/=])(?!\s+[a-z])"
+)
 # An option letter standing alone ("the correct option is C").
 _LONE_LETTER = re.compile(r"(?<![A-Za-z\\])\(?([A-E])\)?(?![A-Za-z])")
 _MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.DOTALL)

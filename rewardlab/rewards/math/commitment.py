@@ -8,8 +8,11 @@ the answer." and "There are more than 5 ways." pass for 5. The rules:
   equal 5") or in its predicate before the value ("is not 5", "is never 5") - commits to nothing.
   A negation inside the subject ("the ways that are not adjacent is 12") does not count.
 - **Contrast** after the value keeps the value: "5, not 7", "5 (not 7)", "5 rather than 7".
-- **Hedges and comparisons** ("or", "maybe", "probably", "more than", "at least", "at minimum",
-  "and up", ...) stay in the answer, where they make it a hedge that matches no single value.
+- **Hedges and comparisons** ("or", "maybe", "probably", "nearly", "on the order of", "more
+  than", "at least", "at minimum", "and up", ...) and words that change the value ("hundreds",
+  "tenths", "dozens", "in binary", "inverse") stay with the answer, where they make it a hedge
+  that matches no single value. "Approximately" and "about" do not: the value must still be
+  exactly the reference's ("approximately $16386.16" for a rounded amount).
 - **Retraction** after the last answer without a new one ("Wait, I made an error in step 2.")
   takes the answer back.
 - **Conditions** ("if the answer is 5", "check whether the answer is 5") state no answer.
@@ -33,8 +36,8 @@ HEDGES = frozenset(
     {
         "or", "either", "maybe", "perhaps", "possibly", "probably", "likely", "unlikely", "presumably",
         "supposedly", "apparently", "guess", "guessing", "unsure", "uncertain", "otherwise",
-        "alternatively", "unless", "ish", "somewhere", "something", "estimate", "estimated", "roughly",
-        "nearly", "almost",
+        "alternatively", "unless", "ish", "somewhere", "something", "estimate", "estimated",
+        "nearly", "almost", "close",
     }
 )  # fmt: skip
 COMPARISONS = frozenset(
@@ -48,7 +51,11 @@ COMPARISONS = frozenset(
 _MODIFIERS = frozenset(
     {
         "is", "are", "was", "were", "wrong", "incorrect", "false", "invalid", "times", "divided",
-        "squared", "cubed", "dozen", "half", "twice", "double", "triple", "power", "root",
+        "squared", "cubed", "dozen", "dozens", "half", "halves", "twice", "double", "triple", "power",
+        "root", "hundreds", "thousands", "millions", "billions", "trillions", "grand", "lakh", "lakhs",
+        "crore", "crores", "tenth", "tenths", "hundredth", "hundredths", "thousandth", "thousandths",
+        "inverse", "reciprocal", "binary", "octal", "hexadecimal", "hex", "base", "basis", "bps",
+        "percentile", "permille",
     }
 )  # fmt: skip
 MEANING_WORDS = NEGATIONS | HEDGES | COMPARISONS | _MODIFIERS
@@ -61,14 +68,14 @@ _BOUNDING = re.compile(
     r"|\b(?:minimum|maximum|min|max)\b",
     re.IGNORECASE,
 )
+_VAGUE = re.compile(r"\bon\s+the\s+order\s+of\s*$", re.IGNORECASE)
 _TAKEN_BACK = NEGATIONS | {"wrong", "incorrect", "false", "invalid"}
 #: "could be 5", "might be 5": a modal of doubt before the verb.
 _DOUBTING_MODALS = frozenset({"could", "might", "may", "maybe", "perhaps", "possibly", "probably"})
 _WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?")
+_TOKEN = re.compile(r"[a-z]+(?:['’][a-z]+)?|\d+|#+")
 _CLAUSE_VERB = re.compile(r"\b(?:is|are|was|were|equals?|be|becomes?)\b|(?<=\w)['’]s\b|=", re.IGNORECASE)
-_CONTRAST = re.compile(
-    r"\s*[,;]?\s*(?:\(\s*)?(?:but\s+|and\s+)?(?:not\b|rather\s+than\b|instead\s+of\b)", re.I
-)
+_CONTRAST_WORD = re.compile(r"\b(?:not|rather\s+than|instead\s+of)\b", re.IGNORECASE)
 _VALUE = re.compile(r"[#\d]")
 _UNSURE = re.compile(r"\bnot\s+(?:\w+\s+)?(?:sure|certain|confident|positive)\b", re.IGNORECASE)
 #: Answers that say there is none: "no solution" is an answer, not a negated statement.
@@ -77,13 +84,16 @@ _NO_SOLUTION = re.compile(
     re.IGNORECASE,
 )
 _CONDITION = re.compile(
-    r"\b(?:if|whether|suppose|supposing|assume|assuming|check|checking|verify|verifying|unless)\b", re.I
+    r"\b(?:if|whether|suppose|supposing|assume|assuming|check|checking|verify|verifying|unless|"
+    r"example|e\.g|instance|format|template)\b",
+    re.IGNORECASE,
 )
 _RETRACTION = re.compile(
     r"\b(?:i|we)\s+made\s+(?:a|an)\s+(?:\w+\s+)?(?:mistake|error)"
     r"|\b(?:that|this|it|my\s+answer|the\s+answer|my\s+previous\s+answer|the\s+above)"
     r"(?:['’]s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+(?:right|correct))"
-    r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,\s+wait\b|\bcorrection\s*:",
+    r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,\s+wait\b|\bcorrection\s*:|\bon\s+second\s+thought\b"
+    r"|\b(?:is|are)\s+also\s+(?:correct|right|valid|true|possible|an?\s+answers?)\b",
     re.IGNORECASE,
 )
 
@@ -124,6 +134,27 @@ def _whole_statement(text: str) -> str:
 _LONE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*\\?%)?(?![\w.]*\d)")
 
 
+def _contrast(masked: str, after: int) -> int | None:
+    """Where a contrast after the value starts ("5, not 7", "5 (rather than 7)"), or None.
+
+    The contrast word is found first and the separators before it are walked back over, so
+    that no pattern has to try every position of a long run of spaces (a nested ``\\s*`` did,
+    and took seconds on 600 characters).
+    """
+    word = _CONTRAST_WORD.search(masked, after)
+    if word is None:
+        return None
+    cut = word.start()
+    while True:
+        kept = masked[after:cut].rstrip(" \t\n,;(")
+        joiner = next((j for j in ("but", "and") if kept.lower().endswith(j)), None)
+        if joiner is not None and (len(kept) == len(joiner) or not kept[-len(joiner) - 1].isalpha()):
+            kept = kept[: -len(joiner)]
+        if after + len(kept) == cut:
+            return cut
+        cut = after + len(kept)
+
+
 def read_predicate(predicate: str) -> Reading:
     """The value a predicate states ("is 12 apples", "equals $\\frac12$, not 2")."""
     predicate = predicate.strip().rstrip(".!;:").strip()
@@ -135,8 +166,8 @@ def read_predicate(predicate: str) -> Reading:
     first_value = _VALUE.search(masked)
     if negated(masked[: first_value.start()] if first_value else masked):
         return Reading(None, f"the statement is negated: {predicate[:80]!r}")
-    if first_value is not None and (contrast := _CONTRAST.search(masked, first_value.end())):
-        predicate, masked = predicate[: contrast.start()].strip(), masked[: contrast.start()].strip()
+    if first_value is not None and (cut := _contrast(masked, first_value.end())) is not None:
+        predicate, masked = predicate[:cut].strip(), masked[:cut].strip()
     spans = math_spans(predicate)
     if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(predicate):
         return Reading(spans[0].content)
@@ -162,8 +193,9 @@ def read_predicate(predicate: str) -> Reading:
 def doubted(masked: str, value_at: int | None) -> bool:
     """Whether words around a value change or doubt it (``masked``: math spans masked).
 
-    Before the value, the three words next to it count ("at least 5", "more than 5"; further
-    back they belong to the subject: "the maximum number of points is 19"). After it, hedges
+    Before the value, the three words or numbers next to it count, after the sentence's last verb
+    ("it is at least 5", "more than 5"; before the verb, or further back, they belong to the
+    subject: "the maximum number of points is 19", "the numbers between 10 and 20 is 75"). After it, hedges
     count anywhere in the sentence ("5 or more", "5, probably"), a negation or a "wrong" only
     right after it ("5 is not right", "5 is wrong"; not "11 more CDs if he hadn't bought"), and
     comparisons only when they bound it ("5 at most", not "4 more boxes than last week").
@@ -171,7 +203,11 @@ def doubted(masked: str, value_at: int | None) -> bool:
     if value_at is None:
         return any(word in MEANING_WORDS for word in words(masked))
     before, after = masked[:value_at], masked[value_at:]
-    if any(word in MEANING_WORDS for word in words(before)[-3:]):
+    verbs = list(_CLAUSE_VERB.finditer(before))
+    predicate = before[verbs[-1].end() :] if verbs else before
+    if any(token in MEANING_WORDS for token in _TOKEN.findall(predicate.lower())[-3:]):
+        return True
+    if _VAGUE.search(before[-40:]):
         return True
     after_words = words(after)
     return (
@@ -218,8 +254,14 @@ def read_sentence(sentence: str) -> Reading:
 
 
 def conditional(lead_in: str) -> bool:
-    """Whether the words before an answer phrase make it a condition ("if the answer is")."""
-    return bool(_CONDITION.search(lead_in[-60:]))
+    """Whether the words right before an answer make it a condition, an example or a question
+    ("if the answer is", "Suppose it is", "Example format:"): a conditional word among the last
+    four of its clause. A condition in another clause ("If he agrees, he would earn 72") or far
+    back in the subject ("the time he spends if he watches every episode is 200") does not count.
+    """
+    clause = re.split(r"[,;]", lead_in[-120:])[-1]
+    tokens = _TOKEN.findall(clause.lower())[-4:]
+    return bool(_CONDITION.search(" ".join(tokens)))
 
 
 def retraction(text: str) -> str | None:

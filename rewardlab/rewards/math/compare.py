@@ -42,7 +42,7 @@ from rewardlab.rewards.math.answer import (
     Union,
     Words,
 )
-from rewardlab.rewards.math.evaluate import evaluate
+from rewardlab.rewards.math.evaluate import TooLarge, evaluate
 from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, decimal_places, variables
 from rewardlab.rewards.math.normalize import THOUSANDS
 
@@ -51,7 +51,7 @@ APPROXIMATION_DIGITS = 10
 FLOAT_DIGITS = 15
 FLOAT_RELATIVE = 4e-15
 #: Floats closer than this (relatively) are equal: float noise from evaluating irrationals.
-EQUAL_RELATIVE = 1e-10
+EQUAL_RELATIVE = 1e-13
 EQUAL_ABSOLUTE = 1e-12
 #: Floats further apart than this (relatively) are different; in between, ask the CAS.
 DIFFERENT_RELATIVE = 1e-6
@@ -157,8 +157,21 @@ def expressions_equal(gold: Node, pred: Node) -> Verdict:
         if variables(gold) | variables(pred):
             return _identical_functions(gold, pred)
         return _values_equal(gold, pred)
+    except TooLarge:
+        # One side is beyond evaluation (1000000!, 2^{2^{30}}): it cannot equal a side that
+        # evaluates; two such sides are left to the CAS.
+        return False if _evaluates(gold) != _evaluates(pred) else None
     except (Unsupported, ZeroDivisionError, OverflowError, ValueError):
         return None
+
+
+def _evaluates(node: Node) -> bool:
+    """Whether a tree has a finite value (at one point, for a tree with variables)."""
+    point = dict.fromkeys(variables(node), complex(1.3))
+    try:
+        return cmath.isfinite(complex(evaluate(node, point)))
+    except (Unsupported, ZeroDivisionError, OverflowError, ValueError):
+        return False
 
 
 def uses_pi(node: Node) -> bool:

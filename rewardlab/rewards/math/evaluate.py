@@ -15,9 +15,17 @@ from fractions import Fraction
 
 from rewardlab.rewards.math.expression import Node, Unsupported
 
+
+class TooLarge(Unsupported):
+    """A value too large to evaluate (a factorial of millions, a power tower): astronomically
+    larger than any value that can be evaluated, which is how it compares with one."""
+
+
 Value = Fraction | complex
 
 MAX_EXACT_EXPONENT = 512
+#: Decimal digits past which a value is astronomically large: no answer to compare is that big.
+MAX_MAGNITUDE = 300
 MAX_EXACT_BITS = 4096
 MAX_FACTORIAL = 3000
 #: Exact intermediate results larger than this many bits are refused: a 2,000-character answer
@@ -89,7 +97,9 @@ def evaluate(node: Node, point: Mapping[str, complex] | None = None) -> Value:
 def _factorial(value: Value) -> Value:
     if isinstance(value, Fraction) and value.denominator == 1 and 0 <= value <= MAX_FACTORIAL:
         return _bounded(Fraction(math.factorial(int(value))))
-    raise Unsupported("factorial of a non-integer or a huge number")
+    if isinstance(value, Fraction) and value.denominator == 1 and value > MAX_FACTORIAL:
+        raise TooLarge(f"{value}! has more than 9,000 digits")
+    raise Unsupported("factorial of a non-integer")
 
 
 def _bounded(value: Value) -> Value:
@@ -104,7 +114,17 @@ def _bounded(value: Value) -> Value:
 def _binomial(top: Value, bottom: Value) -> Value:
     """C(n, k) for a whole k, as the falling factorial n (n-1) ... (n-k+1) / k!, so that a
     variable n (identity tests) works as well as a number."""
+    whole = isinstance(top, Fraction) and top.denominator == 1
+    if whole and isinstance(bottom, Fraction) and bottom.denominator == 1 and 0 <= top - bottom < bottom:
+        bottom = top - bottom  # C(n, k) = C(n, n - k): the smaller index keeps the product short
     if not (isinstance(bottom, Fraction) and bottom.denominator == 1 and 0 <= bottom <= MAX_FACTORIAL):
+        if (
+            whole
+            and isinstance(bottom, Fraction)
+            and bottom.denominator == 1
+            and top >= bottom > MAX_FACTORIAL
+        ):
+            raise TooLarge("a binomial coefficient of more than 900 digits")
         raise Unsupported("binomial coefficient with a non-integer or huge lower index")
     result: Value = Fraction(1)
     for offset in range(int(bottom)):
@@ -152,15 +172,18 @@ def _power(base: Value, exponent: Value) -> Value:
                 if base == 0 and power < 0:
                     raise Unsupported("division by zero")
                 return base**power
-            raise Unsupported("exponent too large to evaluate here")
+            if base != 0 and power * math.log10(abs(base)) > MAX_MAGNITUDE:
+                raise TooLarge(f"a power of more than {MAX_MAGNITUDE} digits")
         if exponent.denominator <= 64 and exponent.numerator.bit_length() < 16:
             root = _exact_root(base, exponent.denominator) if base != 0 else Fraction(0)
             if root is not None:
                 return _power(root, Fraction(exponent.numerator))
     try:
         result = complex(base) ** complex(exponent)
-    except (OverflowError, ZeroDivisionError) as error:
+    except ZeroDivisionError as error:
         raise Unsupported(f"power out of range: {error}") from None
+    except OverflowError:
+        raise TooLarge("a power beyond floating point") from None
     if not (math.isfinite(result.real) and math.isfinite(result.imag)):
-        raise Unsupported("power out of range")
+        raise TooLarge("a power beyond floating point")
     return result

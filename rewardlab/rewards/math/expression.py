@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 MAX_DEPTH = 40
+MAX_TOKENS = 400
 MAX_DECIMAL_EXPONENT = 1000
 
 
@@ -420,7 +421,11 @@ def _number(text: str) -> Node:
 def parse_expression(text: str) -> Node:
     """Parse a normalised answer into a tree, or raise `Unsupported`."""
     text = text.replace(r"\cdot", "*").replace(r"\times", "*")
-    return _Parser(tokenize(text)).parse()
+    tokens = tokenize(text)
+    if len(tokens) > MAX_TOKENS:
+        # A flat sum of a thousand terms is a thousand levels deep: no final answer is that long.
+        raise Unsupported(f"more than {MAX_TOKENS} tokens")
+    return _Parser(tokens).parse()
 
 
 def variables(node: Node) -> frozenset[str]:

@@ -63,7 +63,8 @@ _HASHES = re.compile(r"####[ \t]*(?=[-+$\\(\d.])")
 # "A: X" opening the final line, or after its last sentence ("... in one week. A: 77").
 _LABEL_LINE = re.compile(r"(?:^|(?<=[.!?:\])$]\s))\**A\**\s*:\**\s*(?=\S)")
 _CONCLUSION = re.compile(
-    r"\b(?:therefore|thus|so|hence|in\s+total|in\s+conclusion|finally|altogether|overall)\b,?\s*",
+    r"\b(?:therefore|thus|so|hence|in\s+total|in\s+conclusion|finally|altogether|overall|actually|"
+    r"on\s+second\s+thought)\b,?\s*",
     re.IGNORECASE,
 )
 _SIGN_OFF = re.compile(
@@ -71,7 +72,14 @@ _SIGN_OFF = re.compile(
     r"please\s+let\b|good\s+luck\b|happy\s+to\s+help\b|thank\s+you\b|thanks\b|cheers\b|[-*_=#\s]+$)",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[^\s.])\.(?:\s+(?=[A-Z])|\s*$)|\n")
+_SENTENCE_END = re.compile(r"(?<=[^\s.])\.(?:\s+(?=[A-Z])|\s*$)|\n|\?")
+_SENTENCE_BREAK = re.compile(r"(?<=[A-Za-z)])[.?!]\s")
+# "add up to", "comes to": a total, not a bound ("up to 5").
+_SUMS_TO = re.compile(r"\b(?:adds?|added|adding|sums?|summed|comes?|came|amounts?)(?:\s+up)?\s+to\b", re.I)
+_QUESTION = re.compile(r"[\s$)\\]*\?")
+_CALLED_WRONG = re.compile(r"\b(?:wrong|incorrect|mistaken?|false|invalid|erroneous)\b", re.IGNORECASE)
+#: Right after a statement: "or D", "and/or D" continue it into a hedge.
+_ALTERNATIVE_NEXT = re.compile(r"\s*(?:or|and/or|nor)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 MAX_CONCLUSION_LINE = 300
 MAX_FINAL_LINE = 80
@@ -80,8 +88,8 @@ MAX_STATEMENTS = 32
 MAX_MARKERS = 256
 #: Final lines are looked for in the text's last this many characters.
 TAIL_WINDOW = 8000
-#: A retraction is looked for this far after the last statement.
-RETRACTION_WINDOW = 2000
+#: A conclusion's result is looked for this far before it.
+RESULT_WINDOW = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +128,13 @@ class Extraction:
 
 
 def _sentence_start(text: str, position: int) -> int:
-    """Where the sentence holding ``position`` starts (bounded look-back)."""
+    """Where the sentence holding ``position`` starts (bounded look-back): after a line break, or
+    after a full stop, question or exclamation mark that ends a word ("5! = 120" is a factorial)."""
     window_start = max(0, position - MAX_SENTENCE_CHARS)
     window = text[window_start:position]
-    cut = max(window.rfind("\n"), window.rfind(". "), window.rfind("? "), window.rfind("! "))
+    line = window.rfind("\n")
+    ends = list(_SENTENCE_BREAK.finditer(window, line + 1))
+    cut = ends[-1].end() - 1 if ends else line
     return window_start + cut + 1 if cut != -1 else window_start
 
 
@@ -139,7 +150,14 @@ def _sentence_after(text: str, start: int) -> str:
 
 
 def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list[str]]:
-    """One statement per paragraph holding boxes, and the refusals among them."""
+    """One statement per paragraph holding boxes, and the refusals among them.
+
+    A box is read in its sentence, as a phrase is: negated right before it ("it is not
+    \\boxed{5}") or called wrong anywhere in the sentence, it states nothing; inside a condition,
+    an example or a question ("Suppose the answer is \\boxed{5}", "Is it \\boxed{5}?"), it states
+    nothing either; doubted or bounded around it ("at least \\boxed{5}", "\\boxed{5} or more"), it
+    is a hedge.
+    """
     statements, refusals = [], []
     paragraphs: dict[int, list[Span]] = {}
     for box in found:
@@ -147,15 +165,24 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
         paragraphs.setdefault(paragraph_start, []).append(box)
     for group in paragraphs.values():
         contents = list(dict.fromkeys(box.content for box in group))
-        lead = mask_math(text[_sentence_start(text, group[0].start) : group[0].start])
-        if any(word in NEGATIONS for word in words(lead)[-3:]):
-            refusals.append(f"the boxed answer is negated: {lead[-60:].strip()!r}")
+        start, trail = _sentence_start(text, group[0].start), _sentence_after(text, group[-1].end)
+        raw_lead = text[start : group[0].start]
+        # Masked as one piece, so that a box inside mathematics ("$$3 \times 5 = \boxed{15}$$")
+        # has the mathematics around it masked too, and only prose is read as words.
+        masked = mask_math(text[start : group[-1].end + len(trail)])
+        lead, masked_trail = masked[: len(raw_lead)], masked[group[-1].end - start :]
+        if any(word in NEGATIONS for word in words(lead)[-3:]) or _CALLED_WRONG.search(lead + masked_trail):
+            refusals.append(
+                f"the boxed answer is negated or called wrong: {(raw_lead + '...' + trail)[-80:]!r}"
+            )
             continue
+        if conditional(lead) or _QUESTION.match(trail):
+            continue  # a hypothesis, an example or a question states no answer
         answer = ", ".join(contents)
-        trail = _sentence_after(text, group[-1].end)
-        if doubted("# " + mask_math(trail), 0):
-            # "\boxed{5} or more", "\boxed{5} is wrong": the words go with the value, which then
-            # reads as the hedge it is.
+        if doubted(_SUMS_TO.sub(" is ", lead) + " #", len(lead) + 1):
+            answer = f"{' '.join(words(lead)[-3:])} {answer}"
+        if doubted("# " + masked_trail, 0):
+            # "\\boxed{5} or more": the words go with the value, which then reads as the hedge it is.
             answer = f"{answer} {trail.strip()}"
         statements.append(Statement(answer, "boxed", answer, group[0].start, group[-1].end))
     return statements, refusals
@@ -172,7 +199,9 @@ def _phrase_statements(
         boxed = bisect.bisect_left(box_starts, match.end()) < bisect.bisect_left(box_starts, end)
         if following < end or boxed or not sentence.strip():
             continue  # a later phrase or a box in the same sentence states it, or nothing does
-        if conditional(text[_sentence_start(text, match.start()) : match.start()]):
+        if conditional(text[_sentence_start(text, match.start()) : match.start()]) or text.startswith(
+            "?", end
+        ):
             continue
         # "the answer is X" is followed by its value; "Answer: The largest n is 34." by a sentence.
         labelled = match.group().rstrip(" \t*").endswith(":")
@@ -233,13 +262,19 @@ def _labelled_final_line(text: str) -> Statement | None:
     )
 
 
-def _final_line_statement(text: str) -> tuple[Statement | None, str | None]:
+def _final_line_statement(
+    text: str, givens: frozenset[str], *, conclusions_only: bool = False
+) -> tuple[Statement | None, str | None]:
+    """The final line's statement, or why it makes none. ``givens`` are the numbers of the
+    question; ``conclusions_only`` reads only a line that concludes ("So the result is 11.")."""
     offset = max(0, len(text) - TAIL_WINDOW)
     final = _final_line(text[offset:])
     if final is None:
         return None, None
     position, line = final[0] + offset, final[1]
     conclusions = list(_CONCLUSION.finditer(line))
+    if conclusions_only and not conclusions:
+        return None, None
     if conclusions and len(line) <= MAX_CONCLUSION_LINE:
         reading = read_sentence(line[conclusions[-1].end() :])
     elif len(line) <= (MAX_CONCLUSION_LINE if math_spans(line) else MAX_FINAL_LINE):
@@ -250,7 +285,7 @@ def _final_line_statement(text: str) -> tuple[Statement | None, str | None]:
         return None, reading.refusal
     concluded_at = position + (conclusions[-1].start() if conclusions else 0)
     if len(_NUMBER.findall(reading.answer)) > 1 and (
-        restated := _restated_result(text, concluded_at, reading)
+        restated := _restated_result(text, concluded_at, reading, givens)
     ):
         return Statement(restated, "final_line", line, position, position + len(line)), None
     method = "final_math" if math_spans(line) and not conclusions else "final_line"
@@ -260,32 +295,44 @@ def _final_line_statement(text: str) -> tuple[Statement | None, str | None]:
 _RESULT = re.compile(r"=\s*\\?\$?\s*(-?\d[\d,]*(?:\.\d+)?)")
 
 
-def _restated_result(text: str, concluded_at: int, reading: Reading) -> str | None:
+def _restated_result(text: str, concluded_at: int, reading: Reading, givens: frozenset[str]) -> str | None:
     """The one number of a concluding sentence with several ("So she spends 34 hours in 4
-    weeks.") that the work before it computed last ("... = 34 hours"); None if not exactly one.
+    weeks.") that the work before it computed last ("... = 34 hours"), when every other number
+    in it is one of the question's ``givens``; None otherwise.
 
     A conclusion restates its result among the question's givens; the last computation tells
-    which number is the result, where picking the last number would pick a given.
+    which number is the result, where picking the last number would pick a given. Without the
+    question (no ``givens``) a conclusion with several numbers states no single one.
     """
     if reading.answer is None or not re.search(r"[A-Za-z]{2,}", reading.answer):
         return None  # several numbers in one expression ("2/3") are one value, not a choice
     if doubted(mask_math(reading.answer), None):
         return None
-    results = list(_RESULT.finditer(text, max(0, concluded_at - RETRACTION_WINDOW), concluded_at))
+    results = list(_RESULT.finditer(text, max(0, concluded_at - RESULT_WINDOW), concluded_at))
     if not results:
         return None
     result = results[-1].group(1).replace(",", "")
-    matching = {n for n in _NUMBER.findall(reading.answer) if n.replace(",", "") == result}
-    return matching.pop() if len(matching) == 1 else None
+    numbers = [n.replace(",", "") for n in _NUMBER.findall(reading.answer)]
+    others = [n for n in numbers if n != result]
+    if numbers.count(result) != 1 or not others or not all(n in givens for n in others):
+        return None
+    return result
 
 
 def extract_answer(
-    text: str, *, use_phrases: bool = True, use_final_line: bool = True, last_number_fallback: bool = False
+    text: str,
+    *,
+    question: str = "",
+    use_phrases: bool = True,
+    use_final_line: bool = True,
+    last_number_fallback: bool = False,
 ) -> Extraction:
-    """The answers ``text`` commits to (see the module docstring)."""
+    """The answers ``text`` commits to (see the module docstring); ``question`` is the prompt,
+    whose numbers tell a conclusion's result from the givens it repeats."""
     text = reader_text(text)
-    if box_count(text) > MAX_MARKERS:
-        return Extraction(refusal=f"more than {MAX_MARKERS} boxes: no single answer")
+    givens = frozenset(n.replace(",", "") for n in _NUMBER.findall(question[-TAIL_WINDOW:]))
+    if box_count(text) > MAX_MARKERS or text.count("####") > MAX_MARKERS:
+        return Extraction(refusal=f"more than {MAX_MARKERS} boxes or #### marks: no single answer")
     found = boxes(text)
     phrases = []
     for match in _PHRASE.finditer(text) if use_phrases else ():
@@ -317,12 +364,9 @@ def extract_answer(
     if len(statements) > MAX_STATEMENTS:
         return Extraction(refusal=f"more than {MAX_STATEMENTS} answer statements: no single answer")
     if statements:
-        taken_back = retraction(text[statements[-1].end : statements[-1].end + RETRACTION_WINDOW])
-        if taken_back is not None:
-            return Extraction(refusal=f"the completion takes its answer back ({taken_back!r})")
-        return Extraction(tuple(statements))
+        return _committed(text, statements, givens, use_final_line=use_final_line)
     if use_final_line:
-        statement, refusal = _final_line_statement(text)
+        statement, refusal = _final_line_statement(text, givens)
         if statement is not None:
             return Extraction((statement,))
         if refusal is not None:
@@ -330,6 +374,32 @@ def extract_answer(
     if last_number_fallback and (number := _last_number(text)) is not None:
         return Extraction((number,))
     return Extraction(refusal=refusals[-1] if refusals else None)
+
+
+def _committed(
+    text: str, statements: list[Statement], givens: frozenset[str], *, use_final_line: bool
+) -> Extraction:
+    """The explicit statements, unless what follows the last one takes it back or goes on to
+    another: a retraction, "or D" right after it, or a concluding final line ("So the result
+    is 11.") that states a value of its own, which then counts as one more statement."""
+    last = statements[-1]
+    following = text[last.end :]
+    if _ALTERNATIVE_NEXT.match(following):
+        hedge = f"{last.answer} {_sentence_after(following.lstrip(), 0).strip()}"
+        statements = [*statements[:-1], Statement(hedge, last.method, hedge, last.start, last.end)]
+    taken_back = retraction(following)
+    if taken_back is not None:
+        return Extraction(refusal=f"the completion takes its answer back ({taken_back!r})")
+    if use_final_line:
+        concluding, _ = _final_line_statement(text, givens, conclusions_only=True)
+        if concluding is not None and concluding.start >= last.end and not _hedged(concluding.answer):
+            statements = [*statements, concluding]
+    return Extraction(tuple(statements))
+
+
+def _hedged(answer: str) -> bool:
+    """A value with words that doubt or bound it, or several numbers: no single value."""
+    return doubted(mask_math(answer), None) or len(_NUMBER.findall(answer)) > 1
 
 
 def _last_number(text: str) -> Statement | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rewardlab.rewards.math.commitment import MEANING_WORDS, words
 from rewardlab.rewards.math.text import math_unicode
-from rewardlab.rewards.math.units import Unit, split_unit
+from rewardlab.rewards.math.units import CELSIUS, FAHRENHEIT, UNITS, Unit, split_unit
 
 _DELIMITERS = (("$$", "$$"), ("$", "$"), (r"\(", r"\)"), (r"\[", r"\]"))
 # (?<!\\) keeps a row break "\\\\ " of a matrix from reading as the spacing command "\\ ".
@@ -19,7 +19,9 @@ _SPACING = re.compile(r"(?<!\\)\\[,;: ]|\\q?quad(?![a-zA-Z])|~")
 _THOUSANDS_SPACING = re.compile(r"(?<=\d)\s?(?:\\,|\{,\s?\}|(?<!\\)\\ |\\;|\s)(?=\d{3}(?!\d))")
 _SIZED = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg)(?:\.|(?=[()\[\]|])|(?=\\[{}|]))")
 _FRAC = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
-_TEMPERATURE = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\text\{\s*)?\s*[CF]\s*\}?\s*$")
+_TEMPERATURE = re.compile(r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|°)\s*(?:\\text\{\s*)?\s*([CF])\s*\}?\s*$")
+# "$18", "\$18": money in dollars ("$18$" is mathematics, its delimiters already gone).
+_DOLLARS = re.compile(r"^-?\\?\$\s*(?=\d)")
 _DEGREES = re.compile(r"\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°|\\degree(?![a-zA-Z]))\s*$")
 _DEGREE_WORDS = re.compile(r"\s*\b(?:degrees?|deg)\b\.?\s*$", re.IGNORECASE)
 _RADIAN_WORDS = re.compile(r"\s*\b(?:radians?|rad)\b\.?\s*$", re.IGNORECASE)
@@ -29,7 +31,7 @@ _TEXT_COMMAND = re.compile(
 )
 _MULTIPLIER = re.compile(r"(?<=[\d}])\s*\b(hundred|thousand|million|billion|trillion)\b", re.IGNORECASE)
 _MULTIPLIERS = {"hundred": "2", "thousand": "3", "million": "6", "billion": "9", "trillion": "12"}
-# Qualifiers that do not change the stated number.
+# Qualifiers that do not change the stated number (which must still be exactly the reference's).
 _QUALIFIERS = re.compile(
     r"\(?\s*(?<![\\a-zA-Z])(?:approximately|approx|about|roughly|around|exactly)\b\.?\s*\)?", re.IGNORECASE
 )
@@ -37,12 +39,12 @@ _MARKDOWN_EMPHASIS = re.compile(r"\*\*|__")
 # A word after a quantity ("18 dollars", "12 cm^2"); a.m./p.m. stay, they change a time's value.
 _TRAILING_WORD = re.compile(r"(?![ap]\.?m\.?$)[a-zA-Z]{2,}(?:\^\{?[23]\}?)?\.?|\^\{?[23]\}?", re.IGNORECASE)
 # A parenthesised word or two after a quantity: "18 (dollars)".
-_TRAILING_PARENTHESIS = re.compile(r"(?<=[\d}).])\s*\([A-Za-z][A-Za-z ]{0,40}\)$")
+_TRAILING_PARENTHESIS = re.compile(r"(?<=[\d}).])\s*\([A-Za-z][A-Za-z ]{1,40}\)$")
 THOUSANDS = re.compile(r"^-?(?!0,)\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 # "0,111": a comma after a leading zero is a decimal comma ("3,10" stays a list of two).
 _DECIMAL_COMMA = re.compile(r"^-?0,\d+$")
 # "\15": a dollar sign lost from "\$15".
-_STRAY_BACKSLASH = re.compile(r"\\(?=\d)")
+_STRAY_BACKSLASH = re.compile(r"(?<!\\)\\(?=\d)")
 _PLAIN_NUMBER = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?")
 _CURRENCY_SIGNS = str.maketrans("", "", "€£¥¢")
 _COMMANDS = re.compile(r"\\[a-zA-Z]+")
@@ -111,6 +113,7 @@ def normalize(text: str) -> Normalized:
     text = _SPACING.sub(" ", text)
     text = _SIZED.sub("", text)
     text = _FRAC.sub(r"\\frac", text)
+    dollars = bool(_DOLLARS.match(text))
     text = _STRAY_BACKSLASH.sub("", text).replace(r"\$", "").replace("$", "")
     text = text.replace(r"\euro", "").translate(_CURRENCY_SIGNS)
     text = _MARKDOWN_EMPHASIS.sub("", text)
@@ -122,7 +125,9 @@ def normalize(text: str) -> Normalized:
     hedged = not _WORDS_ONLY.fullmatch(text) and any(
         word in MEANING_WORDS for word in words(_COMMANDS.sub(" ", text))
     )
-    text = _TEMPERATURE.sub("", text)
+    temperature = _TEMPERATURE.search(text)
+    if temperature is not None:
+        text = text[: temperature.start()]
     text, degrees = _strip_end(_DEGREES, text)
     if not degrees:
         text, degrees = _strip_end(_DEGREE_WORDS, text)
@@ -132,6 +137,10 @@ def normalize(text: str) -> Normalized:
     text, unit = split_unit(text)
     if unit is None:
         text = _without_trailing_words(text)
+    if temperature is not None:
+        unit = CELSIUS if temperature.group(1) == "C" else FAHRENHEIT
+    elif unit is None and dollars:
+        unit = UNITS["dollar"]
     text = text.strip().rstrip(".").strip()
     if THOUSANDS.match(text):
         text = text.replace(",", "")

@@ -15,7 +15,7 @@ import functools
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rewardlab.rewards.answer_region import AnswerRegion
@@ -47,6 +47,9 @@ from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S, checked_ex
 CAS_WARM = "rewardlab.rewards.math.cas_warm"
 Started = CasVerdict | tuple[Status, str] | concurrent.futures.Future
 _VERDICT_CACHE_SIZE = 65536
+#: More answers than this that only the CAS could settle are no single answer (and would cost
+#: a CAS budget each).
+MAX_CAS_ANSWERS = 3
 #: A completion longer than this is not read (no model writes an answer this long).
 MAX_COMPLETION_CHARS = 2_000_000
 _OPENERS, _CLOSERS = "([{", ")]}"
@@ -104,11 +107,13 @@ def _gold(gold: str) -> _Gold:
 
 
 def _value_node(answer: Answer) -> Node | None:
-    """The value an answer states: a scalar's, or the right side of ``x = ...``."""
+    """The value an answer states: a scalar's, or the other side of ``x = ...`` / ``... = x``."""
     if isinstance(answer, Scalar):
         return answer.node
     if isinstance(answer, Equation) and answer.left[0] == "var":
         return answer.right
+    if isinstance(answer, Equation) and answer.right[0] == "var":
+        return answer.left
     return None
 
 
@@ -169,7 +174,7 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
         value = None if isinstance(predicted, _Unparsed) else _value_node(predicted)
         if value is not None and not variables(value):
             return False, f"{prediction!r} is arithmetic left undone, not a number"
-        if isinstance(predicted, _Unparsed | Scalar | Equation):
+        if isinstance(predicted, _Unparsed | Scalar):
             return False, f"{prediction!r} is not a number"
     if isinstance(gold_answer, _Unparsed) or isinstance(predicted, _Unparsed):
         reason = incomplete(cleaned)
@@ -320,10 +325,15 @@ class MathAnswerReward(Reward):
             return self._scored(False, reason, {**details, "extracted": None, "method": "none"})
         extraction = extract_answer(
             region.text,
+            question=sample.prompt_text,
             use_phrases=self.use_phrases,
             use_final_line=self.use_final_line,
             last_number_fallback=self.last_number_fallback,
         )
+        if region.around and extraction.statements:
+            # An answer stated outside the answer block is still stated: it must agree too.
+            outside = extract_answer(region.around, question=sample.prompt_text, use_final_line=False)
+            extraction = replace(extraction, statements=extraction.statements + outside.statements)
         answers = extraction.answers
         details.update(extracted=answers[0] if len(answers) == 1 else list(answers) or None)
         details["method"] = extraction.method
@@ -346,10 +356,15 @@ class MathAnswerReward(Reward):
                 unsure.append(statement.answer)
         if not unsure:
             return self._scored(True, None, {**details, "path": "fast"})
+        unsure = list(dict.fromkeys(unsure))
+        if len(unsure) > MAX_CAS_ANSWERS:
+            # Each would cost a CAS budget: a completion stating this many answers commits to none.
+            reason = f"{len(unsure)} different answers the fast path cannot settle: no single answer"
+            return self._scored(False, reason, {**details, "path": "fast"})
         if not self.use_cas:
             reason = "the fast path could not decide and the CAS is disabled"
             return Score.failure(Status.PARSE_ERROR, reason, details=details)
-        return Pending(details, gold, tuple(dict.fromkeys(unsure)))
+        return Pending(details, gold, tuple(unsure))
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         passes = await run_per_sample(

@@ -1,13 +1,16 @@
-"""What a reader sees of a completion, before any answer is looked for in it.
+"""The text answers are looked for in: what a reader reads, plus what is hidden from them.
 
-A grader must read the text the way a person reading the rendered answer does, or a policy learns
-to write for the grader alone:
+A grader must not pay for what a reader would not take as the answer, and must not let hidden
+text hide an answer either. So:
 
 - invisible characters (zero-width spaces and joiners, bidirectional marks, soft hyphens) are
   dropped: ``\\box\u200bed{3}`` is read as the ``\\boxed{3}`` a reader sees;
-- HTML comments and whole-line LaTeX comments are dropped: a box no reader sees is no answer;
-- fenced code blocks are dropped: code and its printed output are working, not the answer
-  (a tool-integrated solution states its answer after the output);
+- code is not a statement: closed fenced blocks and inline code spans are dropped (code and
+  its printed output are working; a tool-integrated solution states its answer after them);
+  an unclosed fence hides nothing;
+- struck-out text (``~~10~~``) is read as struck out (``\\cancel{10}``), never as the value;
+- text a renderer hides (HTML comments, ``%`` lines, ``\\phantom``, white text) is kept: an answer
+  stated there is still a statement, so it can only make a completion a hedge, never pay it;
 - GSM8K's calculator annotations ``<<9*2=18>>`` are dropped (solutions written in that style
   state each result right after the annotation);
 - Unicode mathematics becomes LaTeX: ``½`` is ``\\frac{1}{2}``, ``x²`` is ``x^{2}``, ``×`` is
@@ -20,15 +23,16 @@ from __future__ import annotations
 
 import re
 
+from rewardlab.rewards.fences import fenced_spans
+
 _INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_LATEX_COMMENT_LINE = re.compile(r"^[ \t]*(?<!\\)%[^\n]*\n?", re.MULTILINE)
 _ANNOTATION = re.compile(r"<<[^<>\n]{0,200}>>")
-_FENCE_LINE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.MULTILINE)
+_INLINE_CODE = re.compile(r"`[^`\n]{1,500}`")
+_STRUCK = re.compile(r"~~(?=[^~\s])([^~\n]{1,200})~~")
 
 _VULGAR_FRACTIONS = {
     "½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
@@ -62,33 +66,24 @@ def math_unicode(text: str) -> str:
 
 
 def _without_fences(text: str) -> str:
-    """``text`` without fenced code blocks; a fence that never closes hides the rest."""
-    pieces, cursor, opening = [], 0, None
-    for match in _FENCE_LINE.finditer(text):
-        fence = match.group(1)
-        if opening is None:
-            pieces.append(text[cursor : match.start()])
-            opening = fence
-        elif fence[0] == opening[0] and len(fence) >= len(opening):
-            line_end = text.find("\n", match.end())
-            if text[match.end() : len(text) if line_end == -1 else line_end].strip():
-                continue  # a closing fence stands alone on its line
-            cursor = len(text) if line_end == -1 else line_end + 1
-            opening = None
-    if opening is None:
-        pieces.append(text[cursor:])
+    """``text`` without its closed fenced code blocks."""
+    pieces, cursor = [], 0
+    for start, end in fenced_spans(text):
+        pieces.append(text[cursor:start])
+        cursor = end
+    pieces.append(text[cursor:])
     return "".join(pieces)
 
 
 def reader_text(text: str) -> str:
     """The completion as a reader sees it (see the module docstring)."""
     text = math_unicode(text)
-    if "<!--" in text:
-        text = _HTML_COMMENT.sub(" ", text)
-    if "%" in text:
-        text = _LATEX_COMMENT_LINE.sub("", text)
     if "<<" in text:
         text = _ANNOTATION.sub("", text)
     if "```" in text or "~~~" in text:
         text = _without_fences(text)
+    if "`" in text:
+        text = _INLINE_CODE.sub(" ", text)
+    if "~~" in text:
+        text = _STRUCK.sub(r"\\cancel{\1}", text)
     return text

@@ -34,11 +34,14 @@ def _units() -> dict[str, Unit]:
     add("length", Fraction(3048, 10000), "ft", "foot", "feet")
     add("length", Fraction(9144, 10000), "yd", "yard", "yards")
     add("length", Fraction(1609344, 1000), "mi", "mile", "miles")
-    add("time", Fraction(1), "s", "sec", "second", "seconds")
-    add("time", Fraction(60), "min", "minute", "minutes")
+    add("time", Fraction(1), "s", "sec", "secs", "second", "seconds")
+    add("time", Fraction(60), "min", "mins", "minute", "minutes")
     add("time", Fraction(3600), "h", "hr", "hrs", "hour", "hours")
     add("time", Fraction(86400), "day", "days")
-    add("time", Fraction(604800), "week", "weeks")
+    add("time", Fraction(604800), "wk", "wks", "week", "weeks")
+    # A Julian year; a month is a twelfth of it ("12 months" = "1 year"; "52 weeks" is not).
+    add("time", Fraction(31557600), "yr", "yrs", "year", "years")
+    add("time", Fraction(31557600, 12), "month", "months")
     add("mass", Fraction(1, 1000), "mg", "milligram", "milligrams")
     add("mass", Fraction(1), "g", "gram", "grams")
     add("mass", Fraction(1000), "kg", "kilogram", "kilograms")
@@ -52,6 +55,9 @@ def _units() -> dict[str, Unit]:
 
 
 UNITS = _units()
+#: Degrees Celsius and Fahrenheit are different scales, converted by no factor: kept apart.
+CELSIUS = Unit("temperature (Celsius)", Fraction(1))
+FAHRENHEIT = Unit("temperature (Fahrenheit)", Fraction(1))
 # A known unit at the very end, after a number, a closing bracket or a space.
 _TRAILING_UNIT = re.compile(
     r"(?<=[\d})\s])\s*(?P<unit>" + "|".join(sorted(map(re.escape, UNITS), key=len, reverse=True)) + r")\.?$"

@@ -128,7 +128,12 @@ def test_multiple_choice_letters():
 
 @pytest.mark.parametrize(
     ("gold", "prediction"),
-    [(r"10^{10^{10}}", "1"), (r"\sum_{k=1}^{100} k", "5050"), (r"\log 8", "3"), ("x", r"\sqrt{x^2}")],
+    [
+        (r"\frac{1}{2}", r"\int_0^1 x \, dx"),
+        (r"\sum_{k=1}^{100} k", "5050"),
+        (r"\log 8", "3"),
+        ("x", r"\sqrt{x^2}"),
+    ],
 )
 def test_the_fast_path_defers_what_it_cannot_settle(gold, prediction):
     try:
@@ -136,3 +141,23 @@ def test_the_fast_path_defers_what_it_cannot_settle(gold, prediction):
     except ValueError:
         result = None
     assert result is None
+
+
+@pytest.mark.parametrize(
+    ("gold", "prediction"),
+    [
+        (r"2\sqrt{3}", "1000000!"),
+        (r"2\sqrt{3}", "2^{2^{30}}"),
+        (r"2\sqrt{3}", r"\binom{1000000}{500000}"),
+        ("x^2 + 1", "(x+1)^{10000}"),
+        ("10^{10^{10}}", "1"),
+    ],
+)
+def test_a_value_beyond_evaluation_is_not_one_that_evaluates(gold, prediction):
+    # Astronomically large on one side only: unequal at once, not a CAS budget spent to find out.
+    assert verdict(gold, prediction) is False
+
+
+def test_close_is_not_equal_below_float_noise():
+    assert verdict(r"\pi", r"\pi + 10^{-11}") is None  # left to the CAS, which is exact
+    assert verdict("1000000", r"\binom{1000000}{1}") is True

@@ -310,7 +310,6 @@ def test_attacks_earn_nothing_and_say_why(reward, reference, completion):
         ("15", r"Annika has $15 left. The final answer is: \boxed{\15}"),
         ("4", r"So, Castle bought \boxed{4} more boxes of cereal this week than last week."),
         ("11", r"Tom would have been able to buy \boxed{11} more CDs if he hadn't bought the set."),
-        ("34", r"\[14 + 20 = 34 \text{ hours}\] So, she spends a total of 34 hours on it in 4 weeks."),
         (r"-\frac{24}{25}", r"Therefore, $\cos \angle RPS = -\frac{24}{25}$."),
         ("40", r"Therefore: \[ \text{Volume of the locker} = 20 \times 2 = 40 \text{ cubic inches} \]"),
         ("14", r"Therefore, the final temperature was \(\boxed{14}\) degrees lower than at the start."),
@@ -341,6 +340,17 @@ def test_whole_solutions_as_references(reward, reference):
     )
     assert (right.value, wrong.value) == (1.0, 0.0)
     assert right.details["reference_answer"] == "18" and right.details["path"] == "fast"
+
+
+def test_a_conclusion_that_restates_the_givens_answers_with_its_result(reward):
+    question = "Charisma meditates 14 hours and does yoga 20 hours in 4 weeks. How many hours in all?"
+    completion = r"\[14 + 20 = 34 \text{ hours}\] So, she spends a total of 34 hours on it in 4 weeks."
+    assert score(reward, completion, "34", prompt=question).value == 1.0
+    # Without the question, or when the other number is no given, a conclusion naming several
+    # numbers names no single answer.
+    assert score(reward, completion, "34").value == 0.0
+    other = "Pears: 17 - 7 = 10.\nTherefore she has 7 apples, 10 pears and 12 plums."
+    assert score(reward, other, "10", prompt="She has 17 pears and gives 7 away.").value == 0.0
 
 
 def test_a_solution_without_an_answer_is_an_invalid_reference(reward):

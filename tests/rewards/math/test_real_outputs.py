@@ -31,7 +31,10 @@ def graded():
                 row["label"] = correction["label"]
     reward = MathAnswerReward()
     scores = reward.score(
-        [Sample(completion=r["completion"], reference=r["reference"], id=r["id"]) for r in rows]
+        [
+            Sample(prompt=r["question"], completion=r["completion"], reference=r["reference"], id=r["id"])
+            for r in rows
+        ]
     )
     reward.close()
     return rows, scores, [e["id"] for e in adjudication["explained"]]
