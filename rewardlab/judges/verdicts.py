@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
+from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,18 +93,115 @@ class LabelSet:
 
 
 def json_objects(text: str) -> list[tuple[int, int, Any]]:
-    """Every top-level JSON object in ``text`` as ``(start, end, value)``, in order."""
+    """Every top-level JSON object in ``text`` as ``(start, end, value)``, in order.
+
+    The objects ``json`` decodes at each ``{`` in turn, skipping past each one found; an object
+    nested deeper than `MAX_JSON_DEPTH`, or holding an integer longer than Python converts
+    (``sys.get_int_max_str_digits()``), is no object. Linear in the text: decoding at every
+    ``{`` again (as ``json.JSONDecoder.raw_decode`` in a loop would) made ``{"a":`` nested a
+    thousand deep around a long array quadratic, and deeper nesting a `RecursionError`.
+    """
     decoder = json.JSONDecoder()
+    known_end: dict[int, int] = {}
+    known_fail: set[int] = set()
     found, position = [], 0
     while (start := text.find("{", position)) != -1:
-        try:
-            value, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            position = start + 1
-            continue
-        found.append((start, end, value))
-        position = end
+        if start not in known_end and start not in known_fail:
+            _scan_json(text, start, known_end, known_fail)
+        if start in known_end:
+            try:
+                value, end = decoder.raw_decode(text, start)
+            except (ValueError, RecursionError):  # only if the scanner and json disagree
+                pass
+            else:
+                found.append((start, end, value))
+                position = end
+                continue
+        position = start + 1
     return found
+
+
+#: JSON nested deeper than this is not read from an answer (a verdict is two or three levels
+#: deep; ``json`` itself gives up near 1,000 levels with a `RecursionError`).
+MAX_JSON_DEPTH = 100
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+_JSON_STRING = re.compile(r'"[^"\\\x00-\x1f]*+(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*+)*+"')
+_JSON_SCALAR = re.compile(
+    r"(-?(?:0|[1-9][0-9]*+))(\.[0-9]++)?([eE][-+]?[0-9]++)?|null|true|false|NaN|Infinity|-Infinity"
+)
+# What the scanner expects next.
+_OPENED_OBJECT, _KEY, _COLON, _OPENED_ARRAY, _VALUE, _AFTER_VALUE = range(6)
+
+
+def _scan_json(text: str, start: int, known_end: dict[int, int], known_fail: set[int]) -> None:
+    """Parse the JSON object at ``start`` as the ``json`` module's scanner does (the same grammar:
+    strict strings, ``NaN`` and ``Infinity``, no trailing commas), without building values, and
+    record what the parse shows about every object opened in it: where each completed object
+    ends (``known_end``) and which objects cannot be decoded (``known_fail``).
+
+    Decoding from any ``{`` depends only on the text from there on, so an object that the parse
+    completes decodes alone to the same end, and one still open when the parse fails fails alone
+    too: `json_objects` then never parses the same text twice from the same structure. A
+    container that would be nested deeper than `MAX_JSON_DEPTH` in the outermost open object
+    fails that object only; the parse goes on for the objects inside it.
+    """
+    stack: deque[int] = deque([start])
+    length, index, expect = len(text), start + 1, _OPENED_OBJECT
+    while True:
+        index = _JSON_SPACE.match(text, index).end()  # type: ignore[union-attr]  # always matches
+        if index >= length:
+            break
+        char = text[index]
+        if (
+            expect == _AFTER_VALUE
+            or (expect == _OPENED_OBJECT and char == "}")
+            or (expect == _OPENED_ARRAY and char == "]")
+        ):
+            if expect == _AFTER_VALUE and char == ",":
+                expect = _KEY if text[stack[-1]] == "{" else _VALUE
+                index += 1
+                continue
+            if char != ("}" if text[stack[-1]] == "{" else "]"):
+                break
+            opened = stack.pop()
+            index += 1
+            if text[opened] == "{":
+                known_end[opened] = index
+            if not stack:
+                return
+            expect = _AFTER_VALUE
+        elif expect in (_OPENED_OBJECT, _KEY):
+            match = _JSON_STRING.match(text, index) if char == '"' else None
+            if match is None:
+                break
+            index, expect = match.end(), _COLON
+        elif expect == _COLON:
+            if char != ":":
+                break
+            index, expect = index + 1, _VALUE
+        elif char in "{[":
+            if len(stack) == MAX_JSON_DEPTH:
+                outermost = stack.popleft()
+                if text[outermost] == "{":
+                    known_fail.add(outermost)
+            stack.append(index)
+            index, expect = index + 1, _OPENED_OBJECT if char == "{" else _OPENED_ARRAY
+        else:
+            match = (_JSON_STRING if char == '"' else _JSON_SCALAR).match(text, index)
+            if match is None or (char != '"' and _too_long_integer(match)):
+                break
+            index, expect = match.end(), _AFTER_VALUE
+    known_fail.update(opened for opened in stack if text[opened] == "{")
+
+
+def _too_long_integer(match: re.Match[str]) -> bool:
+    """An integer literal with more digits than ``int()`` converts (``json`` raises ValueError)."""
+    integer, fraction, exponent = match.groups()
+    limit = sys.get_int_max_str_digits()
+    return (
+        integer is not None and fraction is None and exponent is None and 0 < limit < len(integer.lstrip("-"))
+    )
 
 
 def read_label(
@@ -147,7 +246,9 @@ def _json_verdict(body: str, start: int, key: str, value: Any, labels: LabelSet)
     label = labels.canonical(value)
     if label is None:
         raise VerdictError(f'"{key}" is {value!r}, which is not {labels.describe()}')
-    match = re.search(rf'"{re.escape(key)}"\s*:\s*"?\s*({re.escape(str(value))})', body)
+    # One optional quote between two runs of space, written so that a run of space is read one
+    # way only: as ``\s*"?\s*`` it was split between the two runs in every way before failing.
+    match = re.search(rf'"{re.escape(key)}"\s*:\s*(?:"\s*)?({re.escape(str(value))})', body)
     if match is None:  # the value was written in another form (1.0 for 1, say)
         return Verdict(label, -1, -1, "json")
     return Verdict(label, start + match.start(1), start + match.end(1), "json")
@@ -165,7 +266,9 @@ def _last_statement(text: str, labels: LabelSet, scale_max: int | None) -> Verdi
     words = "|".join(VERDICT_WORDS)
     patterns = [
         rf"\[\[\s*({labels.pattern})\s*\]\]",
-        rf"\b(?:{words})\b\**\s*[:=]\s*\**\s*\(?({labels.pattern})",
+        # ``Score: **7``: the space around the optional stars is read one way only (as
+        # ``\s*\**\s*`` a long run of space with no label after it was split in every way).
+        rf"\b(?:{words})\b\**\s*[:=]\s*(?:\*+\s*)?\(?({labels.pattern})",
     ]
     if scale_max is not None:
         patterns.append(rf"({labels.pattern})\s*(?:/|out of)\s*{scale_max}\b")

@@ -71,10 +71,8 @@ def split_steps(
         spans = _between(text, re.compile(pattern or ""))
     else:
         spans = _starting_at(text, _MARKER if how == "markers" else _NUMBERED)
-    while max_steps is not None and len(spans) > max_steps:
-        lengths = [spans[i + 1][1] - spans[i][0] for i in range(len(spans) - 1)]
-        i = lengths.index(min(lengths))
-        spans[i : i + 2] = [(spans[i][0], spans[i + 1][1])]
+    if max_steps is not None and len(spans) > max_steps:
+        spans = _merge_shortest(spans, max_steps)
     return spans
 
 
@@ -142,13 +140,12 @@ def token_steps(offsets: Sequence[tuple[int, int]], spans: Sequence[Span]) -> li
 
 def _between(text: str, separator: re.Pattern[str]) -> list[Span]:
     spans, start = [], 0
-    for match in [*separator.finditer(text), None]:
-        end = match.start() if match else len(text)
-        if match is not None and match.end() == match.start():
+    for match in separator.finditer(text):  # one at a time, not a list of every match object
+        if match.end() == match.start():
             continue  # an empty match separates nothing
-        _add_trimmed(text, start, end, spans)
-        if match:
-            start = match.end()
+        _add_trimmed(text, start, match.start(), spans)
+        start = match.end()
+    _add_trimmed(text, start, len(text), spans)
     return spans
 
 
@@ -163,6 +160,50 @@ def _starting_at(text: str, marker: re.Pattern[str]) -> list[Span]:
             continue  # a preamble without words (a blank line, "---") is not a step
         _add_trimmed(text, left, right, spans)
     return spans
+
+
+def _merge_shortest(spans: list[Span], max_steps: int) -> list[Span]:
+    """``spans`` with the adjacent pair of the shortest combined length (the first such pair, on
+    a tie) merged into one, again and again until ``max_steps`` are left.
+
+    A merged pair's neighbours make longer pairs than it, so the shortest length only grows:
+    pairs wait in buckets by combined length, each bucket taken in order of position when the
+    shortest length reaches it, and the neighbours of each span are linked, so that a merge
+    updates only the two pairs it touches. About linear in the text (the shortest length walks
+    up to at most the text's length; sorting a bucket is the only n log n part), where
+    recomputing every pair's length after each merge was quadratic (20 s for 20,000 one-line
+    steps merged down to 12).
+    """
+    count = len(spans)
+    if count <= max_steps:
+        return spans
+    starts, ends = [start for start, _ in spans], [end for _, end in spans]
+    following, preceding = list(range(1, count + 1)), list(range(-1, count - 1))
+    alive = [True] * count
+    # Combined length -> the left spans of the pairs with it (a span keeps its leftmost part's
+    # index); an entry is outdated once one of its two spans has merged with another.
+    waiting: dict[int, list[int]] = {}
+    for i in range(count - 1):
+        waiting.setdefault(ends[i + 1] - starts[i], []).append(i)
+    length, left_over = min(waiting), count
+    while left_over > max_steps:
+        for left in sorted(waiting.pop(length, ())):
+            right = following[left]
+            if not alive[left] or right >= count or ends[right] - starts[left] != length:
+                continue  # outdated
+            end = ends[left] = ends[right]
+            alive[right] = False
+            after = following[left] = following[right]
+            if after < count:
+                preceding[after] = left
+                waiting.setdefault(ends[after] - starts[left], []).append(left)
+            if preceding[left] >= 0:
+                waiting.setdefault(end - starts[preceding[left]], []).append(preceding[left])
+            left_over -= 1
+            if left_over == max_steps:
+                break
+        length += 1
+    return [(starts[i], ends[i]) for i in range(count) if alive[i]]
 
 
 def _add_trimmed(text: str, start: int, end: int, spans: list[Span]) -> None:

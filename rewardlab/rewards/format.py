@@ -11,15 +11,16 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from rewardlab.rewards.answer_region import AnswerRegion
 from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
-from rewardlab.rewards.math.spans import box_count, boxes
+from rewardlab.rewards.math.extract import extract_answer
+from rewardlab.rewards.math.spans import boxes
+from rewardlab.rewards.math.text import reader_text, without_invisible
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
 _TAG_NAME = re.compile(r"[A-Za-z_][\w.-]*")
-#: A completion with more boxes than this has no last answer worth reading.
-MAX_BOXES = 256
 
 
 def _checked_tag_name(option: str, value: str) -> str:
@@ -59,10 +60,8 @@ class ThinkAnswerFormatReward(RuleReward):
         think_opened_in_prompt: Set to True when the chat template already ends the prompt with the
             opening think tag (DeepSeek-R1 and some Qwen3 templates): the completion then starts
             inside the think block, and an opening tag in it would start a second block.
-        execution: ``"worker"`` (default: each sample is checked in a killable worker process
-            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
-        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
-            sample gets status ``timeout``.
+        execution, sample_budget_s: The killable worker and per-sample budget its checks run under
+            (see `RuleReward.configure_rule`).
         name: Stable name for logs and metrics.
 
     Example:
@@ -161,6 +160,19 @@ class ThinkAnswerFormatReward(RuleReward):
         return None
 
 
+def _refuse_region_markers(pattern: str, region: AnswerRegion) -> None:
+    """A pattern that names the markers the answer region removes could never match: say so now
+    rather than score every completion 0."""
+    if region.whole:
+        return
+    named = [m for pair in (*region.reasoning, *region.answers) for m in pair if m in pattern]
+    if named:
+        raise ValueError(
+            f"the pattern names {named[0]!r}, which the answer region removes before matching; "
+            "set answer_region: whole to match the format of the whole completion"
+        )
+
+
 _REGEX_FLAGS = {
     "IGNORECASE": re.IGNORECASE,
     "DOTALL": re.DOTALL,
@@ -190,14 +202,9 @@ class RegexMatchReward(RuleReward):
         max_chars: Completions longer than this (default 200,000 characters) are not matched and get
             status ``invalid_input``: a pattern with nested quantifiers can take exponential time, and a
             runaway rollout should not stall the batch (``sample_budget_s`` bounds the rest).
-        answer_region: Where the answer is read: ``"default"`` (outside reasoning blocks, inside
-            an answer block when there is one), ``"whole"``, or a mapping of markers (see
-            `rewardlab.rewards.answer_region`). A completion whose region holds no answer (a
-            reasoning block that never closes) scores 0.0 with the reason.
-        execution: ``"worker"`` (default: each sample is checked in a killable worker process
-            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
-        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
-            sample gets status ``timeout``.
+        answer_region, execution, sample_budget_s: The options every rule reward shares (see
+            `RuleReward.configure_rule`): where the answer is read (default: outside reasoning
+            blocks), and the killable worker and per-sample budget its checks run under.
         name: Stable name for logs and metrics.
 
     The pattern is matched against the answer region: set ``answer_region: whole`` for a pattern
@@ -227,6 +234,7 @@ class RegexMatchReward(RuleReward):
         name: str = "regex_match",
     ):
         self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
+        _refuse_region_markers(pattern, self.answer_region)
         if mode not in ("search", "fullmatch"):
             raise ValueError(f"mode must be 'search' or 'fullmatch', got {mode!r}")
         if max_chars <= 0:
@@ -271,10 +279,17 @@ class RegexMatchReward(RuleReward):
         return Score(1.0, details=details)
 
 
-def last_box(text: str) -> str | None:
-    r"""Content of the last ``\boxed{...}`` (braces balanced), or None when there is none."""
-    found = boxes(text) if box_count(text) <= MAX_BOXES else []
-    return found[-1].content if found else None
+def boxed_answer(text: str) -> str | None:
+    r"""The one answer the completion's boxes state (``\boxed{...}``), read as `math_answer` reads
+    them: None when there is no box, when boxes state different answers, or when a box is
+    negated, doubted or taken back ("it is not \boxed{Paris}", "\boxed{Paris} or Lyon")."""
+    extraction = extract_answer(text, use_phrases=False, use_final_line=False)
+    stated = {statement.answer for statement in extraction.statements}
+    if len(stated) != 1:
+        return None
+    answer = stated.pop()
+    # A box read with words that doubt it, or with other boxes, states more than its content.
+    return answer if answer in {box.content for box in boxes(reader_text(text))} else None
 
 
 def last_line(text: str) -> str | None:
@@ -287,24 +302,30 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def _strip_surrounding_punctuation(text: str) -> str:
-    # Unicode category P* covers ASCII punctuation, curly quotes, guillemets and brackets alike.
+    # Unicode category P* covers ASCII punctuation, curly quotes, guillemets and brackets alike. A
+    # question mark at the end stays: "Paris?" asks, it does not answer.
     start, end = 0, len(text)
     while start < end and (text[start].isspace() or unicodedata.category(text[start]).startswith("P")):
         start += 1
-    while end > start and (text[end - 1].isspace() or unicodedata.category(text[end - 1]).startswith("P")):
+    while end > start and (text[end - 1].isspace() or _surrounding(text[end - 1])):
         end -= 1
     return text[start:end]
+
+
+def _surrounding(char: str) -> bool:
+    return unicodedata.category(char).startswith("P") and char not in "?？"
 
 
 def normalize_answer(text: str) -> str:
     """SQuAD-style normalisation: lowercase, strip surrounding punctuation and quotes, drop the
     articles a/an/the, collapse whitespace.
 
-    Unlike SQuAD, punctuation inside the answer is kept ("3.14" stays distinct from "314"), and
-    articles are kept when they are all there is ("A" as a multiple-choice letter would otherwise
-    normalise to "" and match any other empty answer).
+    Unlike SQuAD, punctuation inside the answer is kept ("3.14" stays distinct from "314"), as is
+    a final question mark ("Paris?" is a question); articles are kept when they are all there is
+    ("A" as a multiple-choice letter would otherwise normalise to "" and match any other empty
+    answer); characters no reader sees (zero-width spaces) are dropped.
     """
-    text = _strip_surrounding_punctuation(text.lower())
+    text = _strip_surrounding_punctuation(without_invisible(text).lower())
     without_articles = _ARTICLES.sub(" ", text)
     if without_articles.strip():
         text = without_articles
@@ -317,7 +338,8 @@ class StringMatchReward(RuleReward):
     Args:
         extract: Where the answer is. ``None`` (default): the whole answer region. ``"answer_tag"``:
             the ``<answer>...</answer>`` block (tag name from ``answer_tag``), required.
-            ``"last_line"``: the last non-blank line. ``"boxed"``: the last ``\\boxed{...}``. A
+            ``"last_line"``: the last non-blank line. ``"boxed"``: the answer the boxes state, read as
+            ``math_answer`` reads them (a negated box, or boxes that disagree, state none). A
             completion without the expected answer scores 0.0 (the model did not answer), with the
             reason.
         normalize: Compare after `normalize_answer` (default True): lowercase, strip, collapse
@@ -327,14 +349,9 @@ class StringMatchReward(RuleReward):
             ``sample.fields[references_field]`` (e.g. the aliases of a TriviaQA answer). The field is then
             required; ``sample.reference``, when set, is accepted too.
         answer_tag: Tag name for ``extract="answer_tag"`` (default ``"answer"``).
-        answer_region: Where the answer is read: ``"default"`` (outside reasoning blocks, inside
-            an answer block when there is one), ``"whole"``, or a mapping of markers (see
-            `rewardlab.rewards.answer_region`). A completion whose region holds no answer (a
-            reasoning block that never closes) scores 0.0 with the reason.
-        execution: ``"worker"`` (default: each sample is checked in a killable worker process
-            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
-        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
-            sample gets status ``timeout``.
+        answer_region, execution, sample_budget_s: The options every rule reward shares (see
+            `RuleReward.configure_rule`): where the answer is read (default: outside reasoning
+            blocks), and the killable worker and per-sample budget its checks run under.
         name: Stable name for logs and metrics.
 
     A sample without any reference has status ``invalid_input``.
@@ -399,7 +416,7 @@ class StringMatchReward(RuleReward):
         if self.extract == "answer_tag":
             return text if source == "answer_block" else None
         if self.extract == "boxed":
-            return last_box(text)
+            return boxed_answer(text)
         return last_line(text)
 
     def _references(self, sample: Sample) -> list[str]:

@@ -15,6 +15,8 @@ module works around them:
    the download. IFBench checkers that need other NLTK data (stop words, a part-of-speech tagger)
    still need it installed; without it those samples get status ``error`` naming the resource.
 4. langdetect is random unless seeded; it is seeded once here.
+5. Five of its checkers take quadratic time on some responses (16 s on 40 kB of ``[``); they are
+   replaced by linear versions with the same results (`rewardlab.rewards.instruction_checkers`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import functools
 import math
 import re
 import types
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -32,7 +35,9 @@ import nltk
 from if_verifiable.common import evaluate_instructions
 from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
+from rewardlab.rewards.answer_region import AnswerRegion
 from rewardlab.rewards.contract import InvalidInput, Sample, Score
+from rewardlab.rewards.instruction_checkers import install as install_linear_checkers
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
@@ -93,8 +98,11 @@ def _make_if_verifiable_offline() -> dict[str, Mapping[str, type]]:
         from if_verifiable.ifbench import instructions_util as ifbench_util
     finally:
         nltk.download = real_download
+    from if_verifiable.ifeval import instructions as ifeval_instructions
     from if_verifiable.ifeval import instructions_registry as ifeval_registry
     from if_verifiable.ifeval import instructions_util as ifeval_util
+
+    install_linear_checkers(ifeval_instructions, ifbench_instructions)
 
     offline_nltk = types.ModuleType("nltk", "nltk with a word_tokenize that needs no downloaded data")
     offline_nltk.__getattr__ = functools.partial(getattr, nltk)  # everything else is nltk's own
@@ -136,8 +144,10 @@ class InstructionFollowingReward(RuleReward):
     ``"length_constraints:number_words"``, ...) and, in the same order, the arguments of each; the
     reward checks the response against each with if-verifiable's reference checker. The response is
     the completion's answer region: reasoning blocks are removed (if-verifiable itself only drops
-    text up to the first ``</think>``), and a completion with no response outside them (empty, or
-    a reasoning block that never closes) scores 0.0.
+    text up to the first ``</think>``), but an answer block does not narrow it (the instructions
+    constrain the whole response), and a completion with no response outside reasoning (empty,
+    or a reasoning block that never closes) scores 0.0. Compatibility characters are read as what
+    they look like (NFKC: a full-width ``，`` is a comma).
 
     Args:
         benchmark: ``"ifeval"`` (default; Google's 25 IFEval constraints) or ``"ifbench"`` (AllenAI's
@@ -152,14 +162,9 @@ class InstructionFollowingReward(RuleReward):
         kwargs_field: `Sample.fields` key of the argument list, one mapping per instruction (default
             ``"kwargs"``). Argument names a checker does not use may be present with value None, as
             in the Hugging Face IFEval rows. A missing field means no instruction takes arguments.
-        answer_region: Where the answer is read: ``"default"`` (outside reasoning blocks, inside
-            an answer block when there is one), ``"whole"``, or a mapping of markers (see
-            `rewardlab.rewards.answer_region`). A completion whose region holds no answer (a
-            reasoning block that never closes) scores 0.0 with the reason.
-        execution: ``"worker"`` (default: each sample is checked in a killable worker process
-            under ``sample_budget_s``) or ``"inline"`` (in the calling thread, unbounded).
-        sample_budget_s: Wall-clock budget of one sample's check (default 5.0); past it the
-            sample gets status ``timeout``.
+        answer_region, execution, sample_budget_s: The options every rule reward shares (see
+            `RuleReward.configure_rule`): where the answer is read (default: outside reasoning
+            blocks), and the killable worker and per-sample budget its checks run under.
         name: Stable name for logs and metrics.
 
     ``breakdown`` maps each instruction id to 1.0 or 0.0 (a repeated id gets ``#2``, ``#3``...);
@@ -194,6 +199,10 @@ class InstructionFollowingReward(RuleReward):
         sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
         name: str = "instruction_following",
     ):
+        if answer_region is None:
+            # The whole response is what the instructions constrain: an answer block does not
+            # narrow it (a compliant stub in <answer> tags must not stand for the response).
+            answer_region = AnswerRegion(answers=())
         self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
         if benchmark not in _REGISTRIES:
             raise ValueError(f"benchmark must be one of {', '.join(_REGISTRIES)}, got {benchmark!r}")
@@ -220,7 +229,8 @@ class InstructionFollowingReward(RuleReward):
         keys = _breakdown_keys(instruction_ids)
         details: dict[str, Any] = {"benchmark": self.benchmark, "mode": self.mode}
         region = self.answer(sample)
-        completion = region.text or ""
+        # Compatibility forms are read as what they look like: a full-width comma is a comma.
+        completion = unicodedata.normalize("NFKC", region.text or "")
         if not completion.strip():
             details["failed"] = list(instruction_ids)
             reason = region.reason or (

@@ -84,6 +84,19 @@ def _as_result(outcome: Outcome, sample: Sample, index: int, budget_s: float) ->
     return Score.failure(Status.ERROR, f"{label}: {outcome.error}")
 
 
+async def _one_by_one(
+    pool: KillableProcessPool, function: PerSample[T], reward: Reward, items: list, budget_s: float
+) -> list[Outcome]:
+    futures = [pool.submit_each(function, [item], shared=(reward,), budget_s_each=budget_s) for item in items]
+    answers = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+    return [
+        Outcome(error=TaskFailed(f"could not run in a worker process: {answer}"))
+        if isinstance(answer, BaseException)
+        else answer[0]
+        for answer in answers
+    ]
+
+
 async def run_per_sample(
     function: PerSample[T],
     reward: Reward,
@@ -118,9 +131,9 @@ async def run_per_sample(
     for chunk, answer in zip(chunks, answers, strict=True):
         outcomes = answer
         if isinstance(answer, BaseException):
-            # The chunk never ran: the reward or a sample could not be sent to a worker.
-            unsent = Outcome(error=TaskFailed(f"could not run in a worker process: {answer}"))
-            outcomes = [unsent] * len(chunk)
+            # The chunk never ran: the reward or a sample could not be sent to a worker. Sent one
+            # by one, a sample that cannot be fails alone.
+            outcomes = await _one_by_one(pool, function, reward, [items[i] for i in chunk], budget_s)
         for index, outcome in zip(chunk, outcomes, strict=True):
             results.append(_as_result(outcome, items[index][1], index, budget_s))  # type: ignore[arg-type]
     return results

@@ -52,6 +52,7 @@ def read_generated_criteria(
             'no rubric found: expected JSON {"criteria": [{"text": ..., "category": ...}, ...]}'
         )
     criteria: list[Criterion] = []
+    seen: set[str] = set()  # the ids kept so far (a set: rebuilding it per entry was quadratic)
     for entry in listed:
         if not isinstance(entry, dict):
             continue
@@ -63,7 +64,8 @@ def read_generated_criteria(
             criterion = Criterion.from_dict({**fields, "provenance": provenance})
         except RubricError:
             continue
-        if criterion.id not in {c.id for c in criteria}:
+        if criterion.id not in seen:
+            seen.add(criterion.id)
             criteria.append(criterion)
     if len(criteria) < min_criteria:
         raise VerdictError(

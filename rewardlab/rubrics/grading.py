@@ -434,9 +434,11 @@ class RubricReward(Judge):
 
 def _all_labels(rubric: Rubric) -> list[str]:
     labels: list[str] = []
+    seen: set[str] = set()
     for criterion in rubric.criteria:
         for label in criterion_labels(criterion).labels:
-            if label.lower() not in {x.lower() for x in labels}:
+            if label.lower() not in seen:
+                seen.add(label.lower())
                 labels.append(label)
     return labels
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -179,8 +180,8 @@ class Rubric:
     def __post_init__(self) -> None:
         if not self.criteria:
             raise RubricError("a rubric needs at least one criterion")
-        ids = [c.id for c in self.criteria]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        counts = Counter(c.id for c in self.criteria)
+        duplicates = sorted(i for i, n in counts.items() if n > 1)
         if duplicates:
             raise RubricError(f"criterion ids must be unique; repeated: {duplicates}")
 
@@ -208,7 +209,9 @@ class Rubric:
         if isinstance(data, str):
             try:
                 data = json.loads(data)
-            except json.JSONDecodeError as error:
+            # ValueError beyond JSONDecodeError: an integer of over 4,300 digits; RecursionError:
+            # nesting about 1,000 deep. A rubric a model wrote may hold either.
+            except (ValueError, RecursionError) as error:
                 raise RubricError(f"{where}: not JSON: {error}") from None
         identifier, version, metadata = None, None, {}
         if isinstance(data, Mapping):

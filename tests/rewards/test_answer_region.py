@@ -2,7 +2,7 @@
 
 import pytest
 
-from rewardlab import Sample, Status, build
+from rewardlab import ConfigError, Sample, Status, build
 from rewardlab.rewards.answer_region import AnswerRegion
 
 
@@ -115,12 +115,10 @@ def test_every_rule_reward_reads_the_answer_not_the_reasoning(config, reference,
 def test_a_format_pattern_reads_the_whole_completion_when_told_to():
     pattern = r"^<think>.*</think>\s*<answer>.*</answer>$"
     completion = "<think>2 + 2</think> <answer>4</answer>"
-    default = build({"type": "regex_match", "pattern": pattern, "flags": ["DOTALL"]})
+    # The default region removes these markers, so such a pattern could never match: refused.
+    with pytest.raises(ConfigError, match="answer_region: whole"):
+        build({"type": "regex_match", "pattern": pattern, "flags": ["DOTALL"]})
     whole = build({"type": "regex_match", "pattern": pattern, "flags": ["DOTALL"], "answer_region": "whole"})
-    [on_answer], [on_whole] = (
-        default.score([Sample(completion=completion)]),
-        whole.score([Sample(completion=completion)]),
-    )
-    default.close()
+    [on_whole] = whole.score([Sample(completion=completion)])
     whole.close()
-    assert (on_answer.value, on_whole.value) == (0.0, 1.0)
+    assert on_whole.value == 1.0

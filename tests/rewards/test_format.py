@@ -6,7 +6,7 @@ from rewardlab.rewards.format import (
     RegexMatchReward,
     StringMatchReward,
     ThinkAnswerFormatReward,
-    last_box,
+    boxed_answer,
     normalize_answer,
 )
 
@@ -197,10 +197,23 @@ def test_string_match_extractors():
     assert score_one(last_line, Sample(completion="work\nwork\n\nParis\n\n", reference="Paris")).value == 1.0
 
 
-def test_last_box_edge_cases():
-    assert last_box(r"\boxed{1} then \boxed{{2}+1}") == "{2}+1"
-    assert last_box(r"\boxed{unclosed {") is None
-    assert last_box("no box") is None
+def test_boxed_answer_edge_cases():
+    assert boxed_answer(r"first \boxed{{2}+1}") == "{2}+1"
+    assert boxed_answer("so \\boxed{Paris}.\n\nIndeed \\boxed{Paris}.") == "Paris"
+    # Boxes that disagree, a negated box and a doubted one state no single answer.
+    assert boxed_answer(r"\boxed{1} then \boxed{{2}+1}") is None
+    assert boxed_answer(r"The answer is not \boxed{Paris}.") is None
+    assert boxed_answer(r"\boxed{Paris} or maybe Lyon") is None
+    assert boxed_answer(r"\boxed{unclosed {") is None
+    assert boxed_answer("no box") is None
+
+
+def test_a_question_mark_and_invisible_characters():
+    reward = StringMatchReward()
+    asked, hidden = reward.score(
+        [Sample(completion="Paris?", reference="Paris"), Sample(completion="Par\u200bis.", reference="Paris")]
+    )
+    assert (asked.value, hidden.value) == (0.0, 1.0)
 
 
 def test_missing_extracted_answer_is_the_models_failure():

@@ -258,3 +258,23 @@ def test_build_instruction_following():
     assert score_one(reward, row("Hello world.", *NO_COMMA_AND_SHORT)).value == 1.0
     with pytest.raises(ConfigError, match="benchmark"):
         rewardlab.build({"type": "instruction_following", "benchmark": "ifeval2"})
+
+
+def test_the_whole_response_is_constrained_not_an_answer_block_or_a_lookalike():
+    reward = InstructionFollowingReward()
+    no_comma = (["punctuation:no_comma"], [{}])
+    stub, full_width = reward.score(
+        [
+            row("One, two, three.\n<answer>no commas here</answer>", *no_comma),
+            row("One\uff0c two", *no_comma),
+        ]
+    )
+    assert (stub.value, full_width.value) == (0.0, 0.0)
+
+
+def test_a_format_pattern_naming_removed_markers_is_refused():
+    from rewardlab.rewards.format import RegexMatchReward
+
+    with pytest.raises(ValueError, match="answer_region: whole"):
+        RegexMatchReward(r"<think>.*</think>")
+    assert RegexMatchReward(r"<think>.*</think>", answer_region="whole").pattern

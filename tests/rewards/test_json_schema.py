@@ -1,10 +1,14 @@
 import json
+import time
 
+import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rewardlab
 from rewardlab import ConfigError, Sample, Status
-from rewardlab.rewards.json_schema import JsonSchemaReward
+from rewardlab.rewards.json_schema import JsonSchemaReward, load_validator
 
 PERSON = {
     "type": "object",
@@ -144,3 +148,45 @@ def test_build_json_schema_with_chat_completion():
     assert score_one(reward, Sample(completion=chat)).value == 1.0
     with pytest.raises(ConfigError, match="extract"):
         rewardlab.build({"type": "json_schema", "extract": "last"})
+
+
+def test_nan_and_infinity_are_not_json():
+    reward = JsonSchemaReward(
+        schema={"properties": {"score": {"type": "number", "minimum": 0, "maximum": 10}}}
+    )
+    nan, infinite, fine = reward.score(
+        [
+            Sample(completion='{"score": NaN}'),
+            Sample(completion='{"score": Infinity}'),
+            Sample(completion='{"score": 7}'),
+        ]
+    )
+    assert (nan.value, infinite.value, fine.value) == (0.0, 0.0, 1.0)
+    assert "NaN is not JSON" in nan.reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.recursive(
+            st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([1.0, 2.5, "a"]),
+            lambda inner: (
+                st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner, max_size=2)
+            ),
+            max_leaves=6,
+        ),
+        max_size=6,
+    )
+)
+def test_unique_items_agrees_with_jsonschema(items):
+    ours = load_validator({"uniqueItems": True}, check_formats=False)
+    theirs = jsonschema.Draft202012Validator({"uniqueItems": True})
+    assert ours.is_valid(items) == theirs.is_valid(items)
+
+
+def test_unique_items_is_linear():
+    reward = JsonSchemaReward(schema={"type": "array", "uniqueItems": True}, execution="inline")
+    items = json.dumps([{"id": i, "tags": [i, str(i)]} for i in range(20_000)])
+    started = time.perf_counter()
+    (score,) = reward.score([Sample(completion=items)])
+    assert score.value == 1.0 and time.perf_counter() - started < 2.0

@@ -89,3 +89,14 @@ def test_built_in_rule_rewards_run_in_workers_and_your_own_inline():
             return Score(1.0)
 
     assert Mine().execution == "inline" and Mine().score([Sample()])[0].value == 1.0
+
+
+def test_a_sample_that_cannot_reach_a_worker_fails_alone():
+    reward = SpinsOnDemand()
+    samples = [
+        Sample(completion="a" * n, fields={"lock": threading.Lock()} if n == 3 else {}) for n in range(1, 7)
+    ]
+    scores = reward.score(samples)
+    assert [s.status for s in scores] == [Status.OK] * 2 + [Status.ERROR] + [Status.OK] * 3
+    assert "worker process" in scores[2].reason
+    assert [s.value for s in scores if s.ok] == [1.0, 2.0, 4.0, 5.0, 6.0]

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from rewardlab.rewards.fences import fenced_blocks
+
 BlockChoice = Literal["last", "first", "longest", "all"]
 
-# An opening fence (``` or ~~~, three or more), an info string, the body, the same fence again.
-_FENCE = re.compile(
-    r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S
-)
 LANGUAGE_TAGS = {"python": ("python", "py", "python3", "py3", "")}
 
 
@@ -30,8 +27,8 @@ class Program:
 
 
 def code_blocks(text: str) -> list[CodeBlock]:
-    """Every fenced block, in order."""
-    return [CodeBlock(m.group("info").strip(), m.group("body")) for m in _FENCE.finditer(text)]
+    """Every fenced block, in order (see `rewardlab.rewards.fences.fenced_blocks`)."""
+    return [CodeBlock(block.info, block.body) for block in fenced_blocks(text)]
 
 
 def extract_program(

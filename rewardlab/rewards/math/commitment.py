@@ -171,14 +171,7 @@ def read_predicate(predicate: str) -> Reading:
     spans = math_spans(predicate)
     if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(predicate):
         return Reading(spans[0].content)
-    # Words that change a value stand right before it ("at least 5") or after it ("5 or more");
-    # further back they belong to the subject ("the maximum number of points is 19").
-    near = (
-        words(masked[: first_value.start()])[-3:] + words(masked[first_value.start() :])
-        if first_value
-        else []
-    )
-    hedged = any(word in MEANING_WORDS for word in (near if first_value else words(masked)))
+    hedged = doubted(masked, first_value.start() if first_value else None)
     if hedged or len(spans) > 1:
         return Reading(_whole_statement(predicate) or None)
     if spans:

@@ -64,7 +64,7 @@ _HASHES = re.compile(r"####[ \t]*(?=[-+$\\(\d.])")
 _LABEL_LINE = re.compile(r"(?:^|(?<=[.!?:\])$]\s))\**A\**\s*:\**\s*(?=\S)")
 _CONCLUSION = re.compile(
     r"\b(?:therefore|thus|so|hence|in\s+total|in\s+conclusion|finally|altogether|overall|actually|"
-    r"on\s+second\s+thought)\b,?\s*",
+    r"on\s+second\s+thought|(?:the|my|our)\s+final)\b,?\s*",
     re.IGNORECASE,
 )
 _SIGN_OFF = re.compile(
@@ -176,7 +176,7 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
                 f"the boxed answer is negated or called wrong: {(raw_lead + '...' + trail)[-80:]!r}"
             )
             continue
-        if conditional(lead) or _QUESTION.match(trail):
+        if conditional(lead) or _QUESTION.match(text, group[-1].end):
             continue  # a hypothesis, an example or a question states no answer
         answer = ", ".join(contents)
         if doubted(_SUMS_TO.sub(" is ", lead) + " #", len(lead) + 1):
@@ -365,6 +365,10 @@ def extract_answer(
         return Extraction(refusal=f"more than {MAX_STATEMENTS} answer statements: no single answer")
     if statements:
         return _committed(text, statements, givens, use_final_line=use_final_line)
+    if refusals:
+        # Every explicit statement was negated or called wrong: the final line, which may hold
+        # one of them, is not read again as a fresh answer.
+        return Extraction(refusal=refusals[-1])
     if use_final_line:
         statement, refusal = _final_line_statement(text, givens)
         if statement is not None:

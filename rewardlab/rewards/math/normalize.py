@@ -101,6 +101,59 @@ def _without_trailing_words(text: str) -> str:
     return head if cut < len(tokens) and head[-1:] in tuple("0123456789}).") else text
 
 
+_SMALL_NUMBERS = {
+    word: value
+    for value, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ]
+    )
+}
+_TENS = {
+    word: 10 * (index + 2)
+    for index, word in enumerate(
+        ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+    )
+}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+
+
+def number_from_words(text: str) -> str | None:
+    """ "eighteen" -> "18", "two hundred and five" -> "205"; None unless every word is a number word."""
+    total = current = 0
+    found = False
+    for word in re.split(r"[\s-]+", text.strip().lower()):
+        if word in _SMALL_NUMBERS or word in _TENS:
+            current += _SMALL_NUMBERS.get(word, 0) + _TENS.get(word, 0)
+        elif word == "hundred" and current:
+            current *= 100
+        elif word in _SCALES and (current or total) and word != "hundred":
+            total, current = total + current * _SCALES[word], 0
+        elif word != "and" or not found:
+            return None
+        found = True
+    return str(total + current) if found else None
+
+
 def normalize(text: str) -> Normalized:
     """Clean an answer for comparison; see the module docstring for what is removed."""
     if _PLAIN_NUMBER.fullmatch(text):
@@ -149,4 +202,6 @@ def normalize(text: str) -> Normalized:
     text = text.replace("\0LB", r"\{").replace("\0RB", r"\}")
     if _EMPTY_SET.match(text):
         text = EMPTY_SET
+    elif _WORDS_ONLY.fullmatch(text) and (spelled := number_from_words(text)) is not None:
+        text = spelled
     return Normalized(text, percent=percent, degrees=degrees, radians=radians, unit=unit, hedged=hedged)

@@ -9,8 +9,10 @@ text hide an answer either. So:
   its printed output are working; a tool-integrated solution states its answer after them);
   an unclosed fence hides nothing;
 - struck-out text (``~~10~~``) is read as struck out (``\\cancel{10}``), never as the value;
-- text a renderer hides (HTML comments, ``%`` lines, ``\\phantom``, white text) is kept: an answer
-  stated there is still a statement, so it can only make a completion a hedge, never pay it;
+- text that renders invisible (``\\phantom{...}``, white text) is dropped: the reader sees what is
+  around it, and so is a Markdown link's target and title; text a renderer may or may not hide
+  (HTML comments, ``%`` lines) is kept: an answer stated there is still a statement, which can only
+  make a completion a hedge;
 - GSM8K's calculator annotations ``<<9*2=18>>`` are dropped (solutions written in that style
   state each result right after the annotation);
 - Unicode mathematics becomes LaTeX: ``½`` is ``\\frac{1}{2}``, ``x²`` is ``x^{2}``, ``×`` is
@@ -24,6 +26,7 @@ from __future__ import annotations
 import re
 
 from rewardlab.rewards.fences import fenced_spans
+from rewardlab.rewards.math.spans import braced
 
 _INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
@@ -31,6 +34,11 @@ _INVISIBLE = re.compile(
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
 _ANNOTATION = re.compile(r"<<[^<>\n]{0,200}>>")
+_INVISIBLE_GROUP = re.compile(
+    r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\})\s*(?=\{)", re.IGNORECASE
+)
+# A Markdown link's target and title ("[text](url \"title\")"): not text a reader reads as prose.
+_LINK_TARGET = re.compile(r"\]\([^()\n]{0,500}\)")
 _INLINE_CODE = re.compile(r"`[^`\n]{1,500}`")
 _STRUCK = re.compile(r"~~(?=[^~\s])([^~\n]{1,200})~~")
 
@@ -49,11 +57,16 @@ _FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 _ROOT_OF_DIGITS = re.compile(r"\\sqrt (\d+(?:\.\d+)?)")
 
 
+def without_invisible(text: str) -> str:
+    """``text`` without the characters a reader does not see (zero-width, bidirectional marks)."""
+    return text if text.isascii() else _INVISIBLE.sub("", text)
+
+
 def math_unicode(text: str) -> str:
     """Unicode mathematics as LaTeX (see the module docstring); invisible characters dropped."""
     if text.isascii():
         return text
-    text = _INVISIBLE.sub("", text)
+    text = without_invisible(text)
     text = text.translate(_FULL_WIDTH)
     for char, (numerator, denominator) in _VULGAR_FRACTIONS.items():
         if char in text:
@@ -75,6 +88,21 @@ def _without_fences(text: str) -> str:
     return "".join(pieces)
 
 
+def _without_invisible_groups(text: str) -> str:
+    """``text`` without the brace groups that render invisible (``\\phantom{...}``, white text)."""
+    pieces, cursor = [], 0
+    for match in _INVISIBLE_GROUP.finditer(text):
+        if match.start() < cursor:
+            continue
+        group = braced(text, match.end())
+        if group is None:
+            continue
+        pieces.append(text[cursor : match.start()])
+        cursor = group.end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
 def reader_text(text: str) -> str:
     """The completion as a reader sees it (see the module docstring)."""
     text = math_unicode(text)
@@ -84,6 +112,10 @@ def reader_text(text: str) -> str:
         text = _without_fences(text)
     if "`" in text:
         text = _INLINE_CODE.sub(" ", text)
+    if "](" in text:
+        text = _LINK_TARGET.sub("]", text)
+    if "phantom" in text or "white" in text:
+        text = _without_invisible_groups(text)
     if "~~" in text:
         text = _STRUCK.sub(r"\\cancel{\1}", text)
     return text
