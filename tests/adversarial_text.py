@@ -205,6 +205,27 @@ def mixed_unicode(size: int, seed: int = 0) -> str:
     return "".join(rng.choice(alphabet) for _ in range(size))
 
 
+def backtick_runs(size: int) -> str:
+    """Code-span openers of growing lengths, none closed by a run of the same length."""
+    return repeated("`` a ``` b ` c \\` d ", size)
+
+
+def link_openers(size: int) -> str:
+    """Bracketed text followed by targets that never close, and strike tags never closed."""
+    return repeated("[note](Actually <s>x ", size)
+
+
+def boxes_in_expressions(size: int) -> str:
+    """Boxes with signs, operators and spacing commands around them, as few as the box limit
+    allows, in a sea of spacing."""
+    return repeated("$x \\neq \\quad\\;\\, " + " " * 40 + "$ ", size - 40) + "$-\\boxed{1}^2$"
+
+
+def restating_lines(size: int) -> str:
+    """An answer, then many short lines that each look like a restated value."""
+    return "\\boxed{10}\n" + repeated("Wait, 7.\nAns: 8\n$$x = 9$$\n", size)
+
+
 CATALOGUE: dict[str, Callable[[int], str]] = {
     "prose": prose,
     "long_paragraph": long_paragraph,
@@ -241,6 +262,10 @@ CATALOGUE: dict[str, Callable[[int], str]] = {
     "quoted_fences": quoted_fences,
     "step_markers": step_markers,
     "mixed_unicode": mixed_unicode,
+    "backtick_runs": backtick_runs,
+    "link_openers": link_openers,
+    "boxes_in_expressions": boxes_in_expressions,
+    "restating_lines": restating_lines,
 }
 
 #: Short pieces of the structures parsers look for, for property tests to join at random.
@@ -296,6 +321,11 @@ FRAGMENTS: tuple[str, ...] = (
     "1. ",
     "2) ",
     "\\boxed{",
+    "-\\boxed{1}",
+    "~~",
+    "<s>",
+    "](",
+    "\\`",
     "<think>",
     "$",
     "é",

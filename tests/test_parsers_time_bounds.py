@@ -24,8 +24,9 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from rewardlab.judges.fence import UnclosedFence, blank_fenced, fence
 from rewardlab.judges.verdicts import (
@@ -40,6 +41,7 @@ from rewardlab.judges.verdicts import (
 from rewardlab.prm.splitting import StepSplitError, _merge_shortest, given_spans, split_steps
 from rewardlab.rewards.code.extract import CodeBlock, code_blocks, extract_program
 from rewardlab.rewards.contract import Sample
+from rewardlab.rewards.math.text import reader_text
 from rewardlab.rewards.shaping import RepetitionPenalty
 from rewardlab.rewards.steps import split_segments
 from rewardlab.rubrics.elicit import same_criterion
@@ -205,22 +207,62 @@ def test_parser_takes_any_text(parser, text):
 
 # --- the linear rewrites give what the old patterns gave -------------------------------------
 
-_OLD_FENCE = re.compile(
-    r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.M | re.S
-)
+# --- fences and inline code are found as CommonMark finds them ----------------------------------
+
+_COMMONMARK = MarkdownIt("commonmark")
 FENCE_TEXTS = st.lists(
     st.sampled_from(
-        ["`", "``", "```", "````", "~", "~~~", "~~~~", "\n", " ", "\t", "\r", "a", "py", "x`", "```python\n"]
+        ["`", "``", "```", "````", "~", "~~~", "~~~~", "\n", " ", "  ", "   ", "a", "py", "x`", "```python\n"]
     ),
     max_size=40,
 ).map("".join)
 
 
-@settings(max_examples=2_000, deadline=None)
+def _closes(lines: list[str], opener: int, closer: int) -> bool:
+    """Whether line ``closer`` is a closing fence for the fence opened on line ``opener``."""
+    if closer <= opener or closer >= len(lines):
+        return False
+    opening, closing = lines[opener].lstrip(" "), lines[closer].lstrip(" ")
+    run = len(opening) - len(opening.lstrip(opening[0]))
+    length = len(closing) - len(closing.lstrip(opening[0])) if closing else 0
+    return length >= run and not closing[length:].strip(" ")
+
+
+@settings(max_examples=3_000, deadline=None)
 @given(text=FENCE_TEXTS)
-def test_code_blocks_are_what_the_fence_pattern_found(text):
-    expected = [CodeBlock(m.group("info").strip(), m.group("body")) for m in _OLD_FENCE.finditer(text)]
+def test_fenced_blocks_are_the_ones_commonmark_finds(text):
+    """markdown-it-py (a CommonMark reference implementation) is the oracle, on texts where the
+    two documented departures cannot show: no fence left unclosed, no line indented four spaces
+    (an indented code block, or a fence inside a list item, which is read here as a fence)."""
+    lines = text.split("\n")
+    assume(not any(line.startswith("    ") for line in lines))
+    tokens = [token for token in _COMMONMARK.parse(text) if token.type == "fence"]
+    assume(all(_closes(lines, token.map[0], token.map[1] - 1) for token in tokens))
+    expected = [CodeBlock(token.info.strip(), token.content) for token in tokens]
     assert code_blocks(text) == expected
+
+
+INLINE_TEXTS = st.lists(st.sampled_from(["`", "``", "a", "b", " ", "\n", "\n\n"]), max_size=30).map("".join)
+
+
+def _commonmark_prose(text: str) -> str:
+    """The words of ``text`` as CommonMark renders them, code spans replaced by a space."""
+    pieces = []
+    for token in _COMMONMARK.parse(text):
+        for child in token.children or ():
+            pieces.append(" " if child.type == "code_inline" else child.content or " ")
+        pieces.append(" ")
+    return " ".join("".join(pieces).split())
+
+
+@settings(max_examples=3_000, deadline=None)
+@given(text=INLINE_TEXTS)
+def test_inline_code_is_what_commonmark_reads_as_code(text):
+    # No fence and no indented code block: only inline code is compared.
+    assume(
+        not any(line.lstrip(" ").startswith("```") or line.startswith("    ") for line in text.split("\n"))
+    )
+    assert " ".join(reader_text(text).split()) == _commonmark_prose(text)
 
 
 def _old_json_objects(text: str) -> list[tuple[int, int, object]]:

@@ -281,15 +281,15 @@ class RegexMatchReward(RuleReward):
 
 def boxed_answer(text: str) -> str | None:
     r"""The one answer the completion's boxes state (``\boxed{...}``), read as `math_answer` reads
-    them: None when there is no box, when boxes state different answers, or when a box is
-    negated, doubted or taken back ("it is not \boxed{Paris}", "\boxed{Paris} or Lyon")."""
-    extraction = extract_answer(text, use_phrases=False, use_final_line=False)
-    stated = {statement.answer for statement in extraction.statements}
-    if len(stated) != 1:
+    them: None when there is no box, when boxes state different answers, when a box is negated,
+    doubted, struck out or taken back ("it is not \boxed{Paris}", "\boxed{Paris} or Lyon"), or
+    when the completion states another answer in words ("\boxed{Paris}. The answer is London.")."""
+    extraction = extract_answer(text)
+    boxed = [statement.answer for statement in extraction.statements if statement.method == "boxed"]
+    if not boxed or len({normalize_answer(s.answer) for s in extraction.statements}) != 1:
         return None
-    answer = stated.pop()
     # A box read with words that doubt it, or with other boxes, states more than its content.
-    return answer if answer in {box.content for box in boxes(reader_text(text))} else None
+    return boxed[-1] if boxed[-1] in {box.content for box in boxes(reader_text(text))} else None
 
 
 def last_line(text: str) -> str | None:
@@ -323,9 +323,10 @@ def normalize_answer(text: str) -> str:
     Unlike SQuAD, punctuation inside the answer is kept ("3.14" stays distinct from "314"), as is
     a final question mark ("Paris?" is a question); articles are kept when they are all there is
     ("A" as a multiple-choice letter would otherwise normalise to "" and match any other empty
-    answer); characters no reader sees (zero-width spaces) are dropped.
+    answer); characters no reader sees (zero-width spaces) are dropped, and compatibility forms
+    are folded (NFKC: full-width "Ｐａｒｉｓ" is "Paris").
     """
-    text = _strip_surrounding_punctuation(without_invisible(text).lower())
+    text = _strip_surrounding_punctuation(unicodedata.normalize("NFKC", without_invisible(text)).lower())
     without_articles = _ARTICLES.sub(" ", text)
     if without_articles.strip():
         text = without_articles

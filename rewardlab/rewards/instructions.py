@@ -25,7 +25,6 @@ import functools
 import math
 import re
 import types
-import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -40,6 +39,7 @@ from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.instruction_checkers import install as install_linear_checkers
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
+from rewardlab.rewards.visible_text import as_seen
 
 # Abbreviations after which a period does not end a sentence (Punkt stores them lowercased, without
 # the final period). NLTK's trained English model knows more; these cover the ones common in answers.
@@ -146,8 +146,9 @@ class InstructionFollowingReward(RuleReward):
     the completion's answer region: reasoning blocks are removed (if-verifiable itself only drops
     text up to the first ``</think>``), but an answer block does not narrow it (the instructions
     constrain the whole response), and a completion with no response outside reasoning (empty,
-    or a reasoning block that never closes) scores 0.0. Compatibility characters are read as what
-    they look like (NFKC: a full-width ``，`` is a comma).
+    or a reasoning block that never closes) scores 0.0. Characters are read as what they look like
+    (`rewardlab.rewards.visible_text`: invisible ones dropped, a full-width ``，`` or an Arabic ``،`` is
+    a comma, a Cyrillic ``е`` inside an English word is an ``e``).
 
     Args:
         benchmark: ``"ifeval"`` (default; Google's 25 IFEval constraints) or ``"ifbench"`` (AllenAI's
@@ -229,8 +230,9 @@ class InstructionFollowingReward(RuleReward):
         keys = _breakdown_keys(instruction_ids)
         details: dict[str, Any] = {"benchmark": self.benchmark, "mode": self.mode}
         region = self.answer(sample)
-        # Compatibility forms are read as what they look like: a full-width comma is a comma.
-        completion = unicodedata.normalize("NFKC", region.text or "")
+        # Characters are read as what they look like: a full-width comma, an Arabic comma and a
+        # low quotation mark are commas, a Cyrillic е inside an English word is an e.
+        completion = as_seen(region.text or "")
         if not completion.strip():
             details["failed"] = list(instruction_ids)
             reason = region.reason or (

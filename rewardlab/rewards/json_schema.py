@@ -61,6 +61,29 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Python's json keeps the last of two equal keys; another reader keeps the first. An object
+    # whose meaning depends on the reader is not the JSON asked for.
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"duplicate key {key[:80]!r}")
+        found[key] = value
+    return found
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+
+
+def _meaning(block: str) -> Hashable:
+    """What a fenced block says: its JSON value, or its text when it is not JSON."""
+    try:
+        return _canonical(_loads(block))
+    except (ValueError, RecursionError):
+        return block.strip()
+
+
 def load_validator(schema: Any, *, check_formats: bool) -> Validator:
     """A validator for ``schema`` (a mapping, a boolean schema, or its JSON text).
 
@@ -97,9 +120,10 @@ class JsonSchemaReward(RuleReward):
         schema_field: Where a per-sample schema sits in ``sample.fields`` when ``schema`` is None
             (default ``"schema"``); a mapping or its JSON text (datasets often store schemas as
             strings, since they differ in shape from row to row).
-        extract: Where the JSON is. ``"whole"``: the whole completion. ``"fenced"``: the last
-            fenced block marked ``json``. ``"auto"`` (default): the last ```` ```json ```` block if there
-            is one, else the whole completion.
+        extract: Where the JSON is. ``"whole"``: the whole completion. ``"fenced"``: the fenced
+            block marked ``json`` (several blocks that hold different JSON are no single output:
+            a consumer reading the first would read another value). ``"auto"`` (default): the
+            ```` ```json ```` block if there is one, else the whole completion.
         check_formats: Also assert ``format`` keywords (``email``, ``date-time``, ...). Off by default,
             as the JSON Schema specification makes ``format`` an annotation only.
         max_errors: How many validation errors ``details["errors"]`` lists (default 10).
@@ -108,8 +132,10 @@ class JsonSchemaReward(RuleReward):
             blocks), and the killable worker and per-sample budget its checks run under.
         name: Stable name for logs and metrics.
 
-    The draft is the one the schema's ``$schema`` names, else Draft 2020-12. Remote ``$ref``s are never
-    fetched (no network at reward time): a schema that needs one is ``invalid_input``.
+    JSON is read strictly: ``NaN``, ``Infinity`` and an object with a key twice (a first-wins and
+    a last-wins reader disagree on it) are not JSON. The draft is the one the schema's ``$schema``
+    names, else Draft 2020-12. Remote ``$ref``s are never fetched (no network at reward time): a
+    schema that needs one is ``invalid_input``.
 
     Example:
         >>> from rewardlab import Sample
@@ -165,10 +191,12 @@ class JsonSchemaReward(RuleReward):
         found = self._json_text(region.text)
         if found is None:
             return Score(0.0, reason="no ```json fenced block", details={"extracted_from": None})
+        if found[1] == "several":
+            return Score(0.0, reason=found[0], details={"extracted_from": None})
         text, extracted_from = found
         details: dict[str, Any] = {"extracted_from": extracted_from}
         try:
-            instance = json.loads(text, parse_constant=_refuse_constant)
+            instance = _loads(text)
         except (ValueError, RecursionError) as error:
             # Not JSON, or JSON no reader should accept: nested past Python's recursion limit, or
             # a number of more than 4,300 digits. Either way the model did not produce the JSON.
@@ -202,9 +230,12 @@ class JsonSchemaReward(RuleReward):
             raise InvalidInput(source, str(error)) from None
 
     def _json_text(self, completion: str) -> tuple[str, str] | None:
-        """The text to parse and where it came from ("fenced" or "whole"), or None if absent."""
+        """The text to parse and where it came from ("fenced" or "whole"), or None if absent;
+        ("why", "several") when fenced blocks hold different JSON (which one is the output?)."""
         if self.extract != "whole":
             blocks = _FENCED_JSON.findall(completion)
+            if len({_meaning(block) for block in blocks}) > 1:
+                return f"{len(blocks)} ```json blocks that differ: no single output", "several"
             if blocks:
                 return blocks[-1], "fenced"
             if self.extract == "fenced":

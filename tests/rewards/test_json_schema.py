@@ -64,7 +64,13 @@ def test_extract_modes():
         'First try:\n```json\n{"name": 1}\n```\nFixed:\n```JSON\n{"name": "Ada", "age": 1}\n```\nDone.'
     )
     auto = score_one(JsonSchemaReward(schema=PERSON), Sample(completion=fenced_text))
-    assert (auto.value, auto.details["extracted_from"]) == (1.0, "fenced")  # the last block wins
+    # Two blocks that differ: which one is the output depends on the reader, so neither is.
+    assert (auto.value, auto.status) == (0.0, Status.OK) and "differ" in auto.reason
+    again = fenced_text.replace('{"name": 1}', '{"age": 1, "name": "Ada"}')  # the same object twice
+    assert score_one(JsonSchemaReward(schema=PERSON), Sample(completion=again)).value == 1.0
+    last = fenced_text.replace('First try:\n```json\n{"name": 1}\n```\n', "")
+    auto = score_one(JsonSchemaReward(schema=PERSON), Sample(completion=last))
+    assert (auto.value, auto.details["extracted_from"]) == (1.0, "fenced")
     whole = score_one(JsonSchemaReward(schema=PERSON, extract="whole"), Sample(completion=fenced_text))
     assert (whole.value, whole.details["extracted_from"]) == (0.0, "whole")
     assert whole.reason.startswith("not JSON")

@@ -20,6 +20,11 @@ def rewards():
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['class']}-{i}" for i, c in enumerate(CASES)])
 def test_the_attack_earns_what_it_should(rewards, case):
-    sample = Sample(completion=case["completion"], reference=case["reference"], fields=case["fields"])
+    sample = Sample(
+        prompt=case.get("prompt", ""),
+        completion=case["completion"],
+        reference=case["reference"],
+        fields=case["fields"],
+    )
     [score] = rewards(case["config"]).score([sample])
     assert (score.status.value, score.value) == ("ok", case["expected"]), (case["why"], score.reason)

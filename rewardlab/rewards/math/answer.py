@@ -28,10 +28,12 @@ _CHOICE_GOLD = re.compile(r"^\(?\s*([A-E])\s*\)?$")
 _CHOICE_LEADING = re.compile(
     r"^(?:(?:option|choice)\s*)?(?:\(\s*([A-Ea-e])\s*\)|([A-E])(?:[.:)]|\s|$))", re.I
 )
-# Another option named after the first: "(D)", "and D", "C" standing alone; not an article
-# ("A triangle") nor a letter in an expression ("2A+B").
+# Another option named after the first: "(D)", "and D", "C" standing alone, "B\\D", a lower-case
+# "d" after a separator ("B, d"); not an article ("A triangle", "B, a square") nor a letter in an
+# expression ("2A+B").
 _ANOTHER_CHOICE = re.compile(
-    r"(?<![A-Za-z0-9\\^_+\-*/=])\(?\s*[A-Ea-e]\s*\)|(?<![A-Za-z0-9\\^_+\-*/=])[A-E](?![A-Za-z0-9^_+\-*/=])(?!\s+[a-z])"
+    r"(?<![A-Za-z0-9^_+\-*/=])\(?\s*[A-Ea-e]\s*\)|(?<![A-Za-z0-9^_+\-*/=])[A-E](?![A-Za-z0-9^_+\-*/=])(?!\s+[a-z])"
+    r"|(?:[,;&\\/]|\band)\s*[a-e](?![A-Za-z0-9^_+\-*/=(])(?!\s+[a-z])"
 )
 # An option letter standing alone ("the correct option is C").
 _LONE_LETTER = re.compile(r"(?<![A-Za-z\\])\(?([A-E])\)?(?![A-Za-z])")
@@ -192,10 +194,12 @@ def _choice(text: str) -> Choice | Hedged | None:
         if _ANOTHER_CHOICE.search(text, leading.end()):
             return Hedged(text)
         return Choice((leading.group(1) or leading.group(2)).upper())
-    letters = set(_LONE_LETTER.findall(text))
-    if len(letters) > 1:
+    letters = list(_LONE_LETTER.finditer(text))
+    if len({letter.group(1) for letter in letters}) > 1 or (
+        letters and _ANOTHER_CHOICE.search(text, letters[0].end())
+    ):
         return Hedged(text)
-    return Choice(letters.pop()) if letters else None
+    return Choice(letters[0].group(1)) if letters else None
 
 
 def _states_several(text: str) -> bool:

@@ -55,10 +55,19 @@ _MODIFIERS = frozenset(
         "root", "hundreds", "thousands", "millions", "billions", "trillions", "grand", "lakh", "lakhs",
         "crore", "crores", "tenth", "tenths", "hundredth", "hundredths", "thousandth", "thousandths",
         "inverse", "reciprocal", "binary", "octal", "hexadecimal", "hex", "base", "basis", "bps",
-        "percentile", "permille",
+        "percentile", "permille", "factorial", "factorials", "bn", "mn", "mil", "mio", "thirds",
+        "fourths", "fifths", "sixths", "eighths",
     }
 )  # fmt: skip
-MEANING_WORDS = NEGATIONS | HEDGES | COMPARISONS | _MODIFIERS
+#: Words anywhere after a value that take it back or doubt it ("10 (typo)", "10 with low confidence").
+_DISOWNED_AFTER = frozenset(
+    {
+        "typo", "retracted", "retract", "wrongly", "incorrectly", "mistakenly", "erroneously",
+        "confidence", "unverified", "unconfirmed", "tentative", "tentatively", "doubtful",
+        "questionable", "disproved", "refuted", "guessed", "hypothetically",
+    }
+)  # fmt: skip
+MEANING_WORDS = NEGATIONS | HEDGES | COMPARISONS | _MODIFIERS | _DISOWNED_AFTER | {"error", "mistake"}
 #: Words that doubt a stated value rather than describe it.
 DOUBTS = NEGATIONS | HEDGES | COMPARISONS | {"wrong", "incorrect", "false", "invalid"}
 #: After a value, a comparison describes it ("4 more boxes than last week", "14 degrees lower")
@@ -74,7 +83,7 @@ _TAKEN_BACK = NEGATIONS | {"wrong", "incorrect", "false", "invalid"}
 _DOUBTING_MODALS = frozenset({"could", "might", "may", "maybe", "perhaps", "possibly", "probably"})
 _WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?")
 _TOKEN = re.compile(r"[a-z]+(?:['’][a-z]+)?|\d+|#+")
-_CLAUSE_VERB = re.compile(r"\b(?:is|are|was|were|equals?|be|becomes?)\b|(?<=\w)['’]s\b|=", re.IGNORECASE)
+CLAUSE_VERB = re.compile(r"\b(?:is|are|was|were|equals?|be|becomes?)\b|(?<=\w)['’]s\b|=", re.IGNORECASE)
 _CONTRAST_WORD = re.compile(r"\b(?:not|rather\s+than|instead\s+of)\b", re.IGNORECASE)
 _VALUE = re.compile(r"[#\d]")
 _UNSURE = re.compile(r"\bnot\s+(?:\w+\s+)?(?:sure|certain|confident|positive)\b", re.IGNORECASE)
@@ -89,13 +98,34 @@ _CONDITION = re.compile(
     re.IGNORECASE,
 )
 _RETRACTION = re.compile(
-    r"\b(?:i|we)\s+made\s+(?:a|an)\s+(?:\w+\s+)?(?:mistake|error)"
-    r"|\b(?:that|this|it|my\s+answer|the\s+answer|my\s+previous\s+answer|the\s+above)"
-    r"(?:['’]s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+(?:right|correct))"
-    r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,\s+wait\b|\bcorrection\s*:|\bon\s+second\s+thought\b"
+    r"\b(?:i|we)\s+(?:(?:must|might|may|probably|could)\s+)?(?:have\s+|'ve\s+)?made\s+(?:\w+\s+){0,3}?"
+    r"(?:mistakes?|errors?|miscalculations?|typos?)"
+    r"|\b(?:that|this|it|my\s+(?:previous\s+)?answer|the\s+(?:above\s+)?answer|the\s+above|the\s+box)"
+    r"(?:['’]s|\s+is|\s+was|\s+seems|\s+looks|\s+(?:must|might|may|could)\s+be)\s+(?:\w+\s+)?"
+    r"(?:wrong|incorrect|off|a\s+mistake|an\s+error|not\s+(?:right|correct))"
+    r"|\b(?:that|this|it)\s+(?:can(?:not|['’]t)|could(?:\s+not|n['’]t)|is(?:\s+not|n['’]t)|does(?:\s+not|n['’]t)\s+"
+    r"(?:seem|look))\s+(?:be\s+)?right\b"
+    r"|\b(?:i|we)(?:['’]m|['’]re|\s+am|\s+are|\s+was|\s+were)\s+(?:\w+\s+)?wrong\b"
+    r"|\b(?:disregard|ignore)\s+(?:the|that|this|my|what|everything|all|it|above)\b"
+    r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,?\s+wait\b|\bwait,?\s+(?:no|that)\b|\bcorrection\s*:"
+    r"|\bon\s+second\s+thought\b|\bjust\s+kidding\b|\bnever\s*mind\b|\boops\b|\bmy\s+(?:bad|mistake)\b"
+    r"|\b(?:refuted|disproved|debunked|retracted?)\b|\blet\s+me\s+(?:re-?do|try\s+again|start\s+over|correct)\b"
     r"|\b(?:is|are)\s+also\s+(?:correct|right|valid|true|possible|an?\s+answers?)\b",
     re.IGNORECASE,
 )
+#: Words before an answer, in its clause, that disown what follows ("I doubt the answer is 5",
+#: "It is false that the answer is 5", "A common mistake is to conclude the answer is 5", "I don't
+#: think the answer is 5"). Not a bare "wrong" or "not": "the number of wrong answers is 5" and "the
+#: ways that are not adjacent is 12" state their values.
+_DISOWNING = re.compile(
+    r"\b(?:doubts?|doubtful|false|untrue|nobody|claims?|claimed|refuted?|disproved?|myth|misconception|"
+    r"pitfall|tempting|mistakenly|wrongly|incorrectly|erroneously|naively)\b"
+    r"|\ban?\s+(?:\w+\s+)?(?:mistake|error|trap)\b|\b(?:wrong|incorrect|mistaken|false)\s+to\b"
+    r"|(?:\bnot|\bnever|n['’]t)\s+(?:\w+\s+)?(?:think|believe|true|say|claim|conclude|the\s+case|correct|right)\b",
+    re.IGNORECASE,
+)
+#: Conjunctions that start a new clause: what comes before them is another statement.
+_CLAUSE_START = re.compile(r"[,;:]|\b(?:so|thus|therefore|hence|because|since|and|but|then)\b", re.IGNORECASE)
 
 
 def words(text: str) -> list[str]:
@@ -196,7 +226,7 @@ def doubted(masked: str, value_at: int | None) -> bool:
     if value_at is None:
         return any(word in MEANING_WORDS for word in words(masked))
     before, after = masked[:value_at], masked[value_at:]
-    verbs = list(_CLAUSE_VERB.finditer(before))
+    verbs = list(CLAUSE_VERB.finditer(before))
     predicate = before[verbs[-1].end() :] if verbs else before
     if any(token in MEANING_WORDS for token in _TOKEN.findall(predicate.lower())[-3:]):
         return True
@@ -204,7 +234,7 @@ def doubted(masked: str, value_at: int | None) -> bool:
         return True
     after_words = words(after)
     return (
-        any(word in HEDGES for word in after_words)
+        any(word in HEDGES or word in _DISOWNED_AFTER for word in after_words)
         or any(word in _TAKEN_BACK for word in after_words[:3])
         or bool(_BOUNDING.search(after))
     )
@@ -222,7 +252,7 @@ def read_sentence(sentence: str) -> Reading:
     if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(sentence):
         return Reading(spans[0].content)
     masked = mask_math(sentence)
-    verbs = list(_CLAUSE_VERB.finditer(masked))
+    verbs = list(CLAUSE_VERB.finditer(masked))
     if not verbs:
         return read_predicate(sentence)
     verb = verbs[-1]
@@ -238,11 +268,14 @@ def read_sentence(sentence: str) -> Reading:
         return Reading(None, f"the statement only says what the answer might be: {sentence[:80]!r}")
     reading = read_predicate(sentence[verb.end() :])
     if reading.answer is not None and _is_prose(reading.answer):
-        # "Therefore $x \ge 5$ is the solution": the answer comes before the verb.
+        # "Therefore $x \ge 5$ is the solution", "7 is the answer": the answer comes before the verb.
         subject = sentence[: verb.start()]
         subject_spans = math_spans(subject)
         if subject_spans:
             return Reading(subject_spans[-1].content)
+        numbers = _LONE_NUMBER.findall(subject)
+        if len(numbers) == 1 and len(words(subject)) <= 1:
+            return Reading(numbers[0].strip())
     return reading
 
 
@@ -255,6 +288,13 @@ def conditional(lead_in: str) -> bool:
     clause = re.split(r"[,;]", lead_in[-120:])[-1]
     tokens = _TOKEN.findall(clause.lower())[-4:]
     return bool(_CONDITION.search(" ".join(tokens)))
+
+
+def disowned(lead_in: str) -> bool:
+    """Whether the words before an answer, in its clause, disown it (see `_DISOWNING`); a clause
+    ends at a comma or a conjunction: "it is false that x = 0, so the answer is 5" states 5."""
+    clause = _CLAUSE_START.split(lead_in[-MAX_SENTENCE_CHARS:])[-1]
+    return bool(_DISOWNING.search(clause))
 
 
 def retraction(text: str) -> str | None:

@@ -34,13 +34,17 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from rewardlab.rewards.fences import inside
+from rewardlab.rewards.math.box_context import operand_of_expression, struck_spans
 from rewardlab.rewards.math.commitment import (
+    CLAUSE_VERB,
     MAX_SENTENCE_CHARS,
     NEGATIONS,
     Reading,
     conditional,
+    disowned,
     doubted,
     mask_math,
     read_predicate,
@@ -81,6 +85,18 @@ _CALLED_WRONG = re.compile(r"\b(?:wrong|incorrect|mistaken?|false|invalid|errone
 #: Right after a statement: "or D", "and/or D" continue it into a hedge.
 _ALTERNATIVE_NEXT = re.compile(r"\s*(?:or|and/or|nor)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+#: Words that name an answer, in the languages models answer in.
+_ANSWER_WORD = re.compile(
+    r"\b(?:answers?|ans|results?|respuesta|r[ée]ponse|resposta|risposta|antwort|ответ)\b|答案|答え|정답",
+    re.IGNORECASE,
+)
+_LABEL = re.compile(r"^[^\d:\n]{1,30}:\s*\S")
+_OPTION_LETTER = re.compile(r"\(?[A-E]\)?")
+#: A digit or a command: what a value written after an answer holds.
+_VALUED = re.compile(r"\d|\\[a-zA-Z]")
+_COMMAND = re.compile(r"\\[a-zA-Z]+")
+#: The end of the sentence a statement is in: the sentences after it are read on their own.
+_AFTER_SENTENCE = re.compile(r"[.!?;](?:\s+|$)|\n")
 MAX_CONCLUSION_LINE = 300
 MAX_FINAL_LINE = 80
 MAX_STATEMENTS = 32
@@ -149,6 +165,24 @@ def _sentence_after(text: str, start: int) -> str:
     return window[: end.start() if end else len(window)]
 
 
+def _standing_boxes(text: str, found: list[Span]) -> tuple[list[Span], list[str], str | None]:
+    """The boxes that are statements, why the others are not (struck out), and why the
+    completion states no answer at all: a box that is an operand of an expression
+    (`box_context`), where the reader reads another value than the box holds."""
+    struck = struck_spans(text) if found else []
+    spans = [(span.start, span.end) for span in math_spans(text)] if found else []
+    standing, refusals = [], []
+    for box in found:
+        if inside(struck, box.start):
+            refusals.append(f"the boxed answer {box.content[:40]!r} is struck out")
+            continue
+        reason = operand_of_expression(text, box, in_math=inside(spans, box.start))
+        if reason is not None:
+            return [], [], f"a box inside an expression states another value: {reason}"
+        standing.append(box)
+    return standing, refusals, None
+
+
 def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list[str]]:
     """One statement per paragraph holding boxes, and the refusals among them.
 
@@ -171,7 +205,11 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
         # has the mathematics around it masked too, and only prose is read as words.
         masked = mask_math(text[start : group[-1].end + len(trail)])
         lead, masked_trail = masked[: len(raw_lead)], masked[group[-1].end - start :]
-        if any(word in NEGATIONS for word in words(lead)[-3:]) or _CALLED_WRONG.search(lead + masked_trail):
+        if (
+            any(word in NEGATIONS for word in words(lead)[-3:])
+            or _CALLED_WRONG.search(lead + masked_trail)
+            or disowned(lead)
+        ):
             refusals.append(
                 f"the boxed answer is negated or called wrong: {(raw_lead + '...' + trail)[-80:]!r}"
             )
@@ -191,7 +229,8 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
 def _phrase_statements(
     text: str, matches: list[re.Match[str]], box_starts: list[int]
 ) -> tuple[list[Statement], list[str]]:
-    statements, refusals = [], []
+    statements: list[Statement] = []
+    refusals: list[str] = []
     for index, match in enumerate(matches):
         sentence = _sentence_after(text, match.end())
         end = match.end() + len(sentence)
@@ -199,9 +238,11 @@ def _phrase_statements(
         boxed = bisect.bisect_left(box_starts, match.end()) < bisect.bisect_left(box_starts, end)
         if following < end or boxed or not sentence.strip():
             continue  # a later phrase or a box in the same sentence states it, or nothing does
-        if conditional(text[_sentence_start(text, match.start()) : match.start()]) or text.startswith(
-            "?", end
-        ):
+        lead = text[_sentence_start(text, match.start()) : match.start()]
+        if disowned(mask_math(lead)):
+            refusals.append(f"the answer is disowned: {(lead + match.group() + sentence)[-80:]!r}")
+            continue
+        if conditional(lead) or text.startswith("?", end):
             continue
         # "the answer is X" is followed by its value; "Answer: The largest n is 34." by a sentence.
         labelled = match.group().rstrip(" \t*").endswith(":")
@@ -251,7 +292,7 @@ def _labelled_final_line(text: str) -> Statement | None:
     """A final line "A: X" (the answer line of GSM8K-style few-shot prompts)."""
     final = _final_line(text)
     labels = [] if final is None else list(_LABEL_LINE.finditer(final[1]))
-    if not labels:
+    if final is None or not labels:
         return None
     stated = final[1][labels[-1].end() :]
     reading = read_predicate(stated)
@@ -262,23 +303,35 @@ def _labelled_final_line(text: str) -> Statement | None:
     )
 
 
-def _final_line_statement(
-    text: str, givens: frozenset[str], *, conclusions_only: bool = False
-) -> tuple[Statement | None, str | None]:
-    """The final line's statement, or why it makes none. ``givens`` are the numbers of the
-    question; ``conclusions_only`` reads only a line that concludes ("So the result is 11.")."""
+def _final_line_statement(text: str, givens: frozenset[str]) -> tuple[Statement | None, str | None]:
+    """The final line's statement, or why it makes none (``givens``: the question's numbers)."""
     offset = max(0, len(text) - TAIL_WINDOW)
     final = _final_line(text[offset:])
     if final is None:
         return None, None
-    position, line = final[0] + offset, final[1]
+    return _line_statement(text, final[0] + offset, final[1], givens)
+
+
+def _line_statement(
+    text: str, position: int, line: str, givens: frozenset[str], *, after_statement: bool = False
+) -> tuple[Statement | None, str | None]:
+    """What the line at ``position`` states, or why it states nothing.
+
+    A line that concludes ("So the result is 11.") states the value of its conclusion; another
+    line, when it is short or mathematics, states the value it reads as. ``after_statement``: the
+    line follows an explicit statement, and is read only when it restates a value the way an
+    answer is restated ("Wait, 7.", "Ans: 7", "7 is the answer.", "$$x = 7$$", "D"), with no
+    other number in it ("We check: 10 + 5 = 15." is working, not an answer).
+    """
     conclusions = list(_CONCLUSION.finditer(line))
-    if conclusions_only and not conclusions:
-        return None, None
     if conclusions and len(line) <= MAX_CONCLUSION_LINE:
         reading = read_sentence(line[conclusions[-1].end() :])
     elif len(line) <= (MAX_CONCLUSION_LINE if math_spans(line) else MAX_FINAL_LINE):
         reading = read_sentence(line)
+        if after_statement:
+            if reading.answer is None or not _restates(line, reading.answer):
+                return None, None
+            reading = Reading(_restated_value(line, reading.answer))
     else:
         return None, None
     if reading.answer is None or _is_prose(reading.answer):
@@ -292,7 +345,55 @@ def _final_line_statement(
     return Statement(reading.answer, method, line, position, position + len(line)), None
 
 
+def _restated_value(line: str, answer: str) -> str:
+    """The value a restating line gives: after its label ("Ans: 7"), or its one number among
+    words ("Wait, 7.", "final answer 7"); a doubted one stays whole, a hedge."""
+    masked = mask_math(answer)
+    if doubted(masked, None):
+        return answer
+    label = _LABEL.match(mask_math(line))
+    if label is not None:
+        return read_predicate(line[line.index(":") + 1 :]).answer or answer
+    numbers = _NUMBER.findall(masked)
+    return numbers[0] if len(numbers) == 1 and not math_spans(answer) else answer
+
+
+def _restates(line: str, answer: str) -> bool:
+    """Whether a line after an answer restates one: it holds a value (a number, mathematics or
+    an option letter) and no other number, and says so as answers are said - with an answer
+    word, a verb ("it's 7"), a label ("Result: 7"), as mathematics alone, or with at most one
+    word besides ("Wait, 7.")."""
+    stripped = line.strip().rstrip(".!").strip()
+    spans = math_spans(stripped)
+    whole_math = len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(stripped)
+    valued = whole_math or bool(_VALUED.search(answer) or _OPTION_LETTER.fullmatch(answer.strip()))
+    if not valued or sorted(_NUMBER.findall(line)) != sorted(_NUMBER.findall(answer)):
+        return False
+    masked = mask_math(stripped)
+    return (
+        whole_math
+        or bool(_ANSWER_WORD.search(line) or CLAUSE_VERB.search(masked) or _LABEL.match(masked))
+        or len(words(_NUMBER.sub(" ", masked))) <= 1
+    )
+
+
 _RESULT = re.compile(r"=\s*\\?\$?\s*(-?\d[\d,]*(?:\.\d+)?)")
+
+
+def concluding_statement(text: str, question: str = "") -> Statement | None:
+    """The final line of ``text`` when it concludes ("Thus x = 7.") and states one value; the
+    text around an answer block is read for this as well as for explicit statements."""
+    text = reader_text(text)
+    offset = max(0, len(text) - TAIL_WINDOW)
+    final = _final_line(text[offset:])
+    if final is None or not _CONCLUSION.search(final[1]):
+        return None
+    statement, _ = _line_statement(text, final[0] + offset, final[1], _givens(question))
+    return statement if statement is not None and not _several_in_prose(statement.answer) else None
+
+
+def _givens(question: str) -> frozenset[str]:
+    return frozenset(n.replace(",", "") for n in _NUMBER.findall(question[-TAIL_WINDOW:]))
 
 
 def _restated_result(text: str, concluded_at: int, reading: Reading, givens: frozenset[str]) -> str | None:
@@ -330,11 +431,13 @@ def extract_answer(
     """The answers ``text`` commits to (see the module docstring); ``question`` is the prompt,
     whose numbers tell a conclusion's result from the givens it repeats."""
     text = reader_text(text)
-    givens = frozenset(n.replace(",", "") for n in _NUMBER.findall(question[-TAIL_WINDOW:]))
+    givens = _givens(question)
     if box_count(text) > MAX_MARKERS or text.count("####") > MAX_MARKERS:
         return Extraction(refusal=f"more than {MAX_MARKERS} boxes or #### marks: no single answer")
-    found = boxes(text)
-    phrases = []
+    found, struck, embedded = _standing_boxes(text, boxes(text))
+    if embedded is not None:
+        return Extraction(refusal=embedded)
+    phrases: list[re.Match[str]] = []
     for match in _PHRASE.finditer(text) if use_phrases else ():
         if match.start() and text[match.start() - 1].isalpha():
             continue  # part of a longer word ("unanswered")
@@ -342,6 +445,7 @@ def extract_answer(
             return Extraction(refusal=f"more than {MAX_MARKERS} answer phrases: no single answer")
         phrases.append(match)
     statements, refusals = _box_statements(text, found)
+    refusals = struck + refusals
     if use_phrases:
         phrased, refused = _phrase_statements(text, phrases, [box.start for box in found])
         statements += phrased
@@ -394,16 +498,41 @@ def _committed(
     taken_back = retraction(following)
     if taken_back is not None:
         return Extraction(refusal=f"the completion takes its answer back ({taken_back!r})")
-    if use_final_line:
-        concluding, _ = _final_line_statement(text, givens, conclusions_only=True)
-        if concluding is not None and concluding.start >= last.end and not _hedged(concluding.answer):
-            statements = [*statements, concluding]
+    if use_final_line and (restated := _restatement(text, last, givens)) is not None:
+        statements = [*statements, restated]
     return Extraction(tuple(statements))
 
 
-def _hedged(answer: str) -> bool:
-    """A value with words that doubt or bound it, or several numbers: no single value."""
-    return doubted(mask_math(answer), None) or len(_NUMBER.findall(answer)) > 1
+def _restatement(text: str, last: Statement, givens: frozenset[str]) -> Statement | None:
+    """The final line after the last statement, when it states a value of its own (see
+    `_line_statement`): the whole final line when it starts after the statement, else the
+    sentences after the statement's own ("\\boxed{10}. Wait, 7."). Such a line counts as one
+    more statement (a hedged one makes the completion a hedge); one with several numbers that
+    is not a conclusion's restated result does not count."""
+    offset = max(0, len(text) - TAIL_WINDOW)
+    final = _final_line(text[offset:])
+    if final is None:
+        return None
+    position, line = final[0] + offset, final[1]
+    if position < last.end:
+        rest = text[last.end : position + len(line)]
+        boundary = _AFTER_SENTENCE.search(rest)
+        if boundary is None:
+            return None
+        line = rest[boundary.end() :].strip()
+        position = last.end + boundary.end()
+        if not line or _SIGN_OFF.match(line):
+            return None
+    statement, _ = _line_statement(text, position, line, givens, after_statement=True)
+    if statement is None or _several_in_prose(statement.answer):
+        return None
+    return replace(statement, method="restated")
+
+
+def _several_in_prose(answer: str) -> bool:
+    """Several numbers among words ("34 hours in 4 weeks"): a sentence, not one value ("7/2",
+    "\\frac{7}{2}" and "x = 7" are one)."""
+    return len(_NUMBER.findall(answer)) > 1 and bool(words(_COMMAND.sub(" ", answer)))
 
 
 def _last_number(text: str) -> Statement | None:

@@ -41,12 +41,17 @@ _TRAILING_WORD = re.compile(r"(?![ap]\.?m\.?$)[a-zA-Z]{2,}(?:\^\{?[23]\}?)?\.?|\
 # A parenthesised word or two after a quantity: "18 (dollars)".
 _TRAILING_PARENTHESIS = re.compile(r"(?<=[\d}).])\s*\([A-Za-z][A-Za-z ]{1,40}\)$")
 THOUSANDS = re.compile(r"^-?(?!0,)\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+# "1'080": thousands grouped with apostrophes (Swiss style); a prime needs one or two digits after.
+_APOSTROPHE_THOUSANDS = re.compile(r"^-?\d{1,3}(?:['’]\d{3})+(?:\.\d+)?$")
+# An answer in quotation marks: '"10"', "“Paris”".
+_QUOTED = re.compile(r'^(?:"([^"]*)"|“([^“”]*)”|«([^«»]*)»)$')
 # "0,111": a comma after a leading zero is a decimal comma ("3,10" stays a list of two).
 _DECIMAL_COMMA = re.compile(r"^-?0,\d+$")
 # "\15": a dollar sign lost from "\$15".
 _STRAY_BACKSLASH = re.compile(r"(?<!\\)\\(?=\d)")
 _PLAIN_NUMBER = re.compile(r"-?\d{1,15}(?:\.\d{1,15})?")
-_CURRENCY_SIGNS = str.maketrans("", "", "€£¥¢")
+_CURRENCY_COMMANDS = re.compile(r"\\(?:euro|pounds|textsterling|yen|textyen|cent|textcent)(?![a-zA-Z])\s*")
+_CURRENCY_SIGNS = {"euro": "€", "pounds": "£", "textsterling": "£", "yen": "¥", "textyen": "¥"}
 _COMMANDS = re.compile(r"\\[a-zA-Z]+")
 _WORDS_ONLY = re.compile(r"[A-Za-z][A-Za-z '’.-]*")
 _EMPTY_SET = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\\O|no solutions?|none|∅)$", re.IGNORECASE)
@@ -168,8 +173,11 @@ def normalize(text: str) -> Normalized:
     text = _FRAC.sub(r"\\frac", text)
     dollars = bool(_DOLLARS.match(text))
     text = _STRAY_BACKSLASH.sub("", text).replace(r"\$", "").replace("$", "")
-    text = text.replace(r"\euro", "").translate(_CURRENCY_SIGNS)
+    if "\\" in text:
+        text = _CURRENCY_COMMANDS.sub(lambda m: _CURRENCY_SIGNS.get(m.group().strip()[1:], "¢"), text)
     text = _MARKDOWN_EMPHASIS.sub("", text)
+    if (quoted := _QUOTED.match(text.strip())) is not None:
+        text = next(group for group in quoted.groups() if group is not None)
     text = text.replace(r"\{", "\0LB").replace(r"\}", "\0RB")
     text = _TEXT_COMMAND.sub(lambda m: f" {m.group(1).strip()} ", text)
     text = _QUALIFIERS.sub(" ", text)
@@ -197,6 +205,8 @@ def normalize(text: str) -> Normalized:
     text = text.strip().rstrip(".").strip()
     if THOUSANDS.match(text):
         text = text.replace(",", "")
+    elif _APOSTROPHE_THOUSANDS.match(text):
+        text = text.replace("'", "").replace("’", "")
     elif _DECIMAL_COMMA.match(text):
         text = text.replace(",", ".")
     text = text.replace("\0LB", r"\{").replace("\0RB", r"\}")

@@ -31,8 +31,9 @@ from rewardlab.rewards.math.answer import (
 )
 from rewardlab.rewards.math.cas import CasVerdict, cas_equivalent
 from rewardlab.rewards.math.compare import APPROXIMATION_DIGITS, answers_equal, uses_pi
+from rewardlab.rewards.math.echo import echoes_question
 from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, is_literal, variables
-from rewardlab.rewards.math.extract import extract_answer, reference_answer
+from rewardlab.rewards.math.extract import Statement, concluding_statement, extract_answer, reference_answer
 from rewardlab.rewards.math.normalize import Normalized, normalize
 from rewardlab.rewards.process_pool import (
     KillableProcessPool,
@@ -61,6 +62,9 @@ _INCOMPLETE_END = re.compile(
     r"(?:[-+=<>*/^_,(\[{]|\\(?:[lg]eq?|[lg]t|neq|cdot|times|div|approx|[lcv]?dots)(?![a-zA-Z])|\.\.\.?)$"
 )
 _DOTS = re.compile(r"\\[lcv]?dots(?![a-zA-Z])|\.\.\.")
+_PLAIN_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+#: Statements read from a line rather than from an explicit answer marker.
+_LINE_METHODS = frozenset({"final_line", "final_math", "restated"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +189,30 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     return verdict, None
 
 
+@functools.lru_cache(maxsize=4096)
+def _echo(question: str, gold: str, prediction: str) -> bool:
+    """Whether ``prediction`` restates an expression of ``question`` (`echo`)."""
+    expected = _gold(gold).answer
+    if not question or isinstance(expected, _Unparsed) or _PLAIN_NUMBER.fullmatch(prediction.strip()):
+        return False
+    predicted = _parsed(prediction, False, normalize(prediction))
+    return not isinstance(predicted, _Unparsed) and echoes_question(question, expected, predicted)
+
+
+def _graded(statements: Sequence[Statement], choice: bool) -> list[Statement]:
+    """The distinct statements to grade. For a multiple-choice reference, an option is read from
+    the sentence of an explicit statement ("Answer: (B) 42") but from the value of a final line
+    (its sentence is the whole line), and a line restating a value after the answer counts only
+    when it names an option ("Answer: B. The value is 42." answers B; "Answer: B.\n\nD" does not)."""
+    graded = []
+    for statement in dict.fromkeys(statements):
+        if not choice or statement.method not in _LINE_METHODS:
+            graded.append(statement)
+        elif statement.method != "restated" or is_choice_letter(normalize(statement.answer).text):
+            graded.append(replace(statement, sentence=statement.answer))
+    return graded
+
+
 def first_pass(reward: MathAnswerReward, item: tuple[int, Sample]) -> Score | Pending:
     """Everything but the CAS for one sample (run in a rule worker, under the sample budget)."""
     index, sample = item
@@ -221,8 +249,9 @@ class MathAnswerReward(Reward):
             it rewards answers that were never stated as answers).
         use_cas: Send pairs the fast path cannot settle to math-verify (default True). Without it,
             such pairs get status ``parse_error``.
-        cas_budget_s: Wall-clock budget per CAS comparison; past it the worker is killed and the
-            sample gets status ``timeout`` (default 3.0).
+        cas_budget_s: Wall-clock CAS budget of one sample, shared by the answers it states that
+            only the CAS can settle; past it the worker is killed and the sample gets status
+            ``timeout`` (default 3.0).
         cas_workers: CAS worker processes (default: min(2, CPU count)).
         memory_limit_mb: Address-space limit per CAS worker (default 1024).
         execution: ``"worker"`` (default): reading and the fast path run in a killable rule
@@ -331,9 +360,13 @@ class MathAnswerReward(Reward):
             last_number_fallback=self.last_number_fallback,
         )
         if region.around and extraction.statements:
-            # An answer stated outside the answer block is still stated: it must agree too.
+            # An answer stated outside the answer block is still stated: it must agree too, and
+            # so must a conclusion there ("Thus x = 7.").
             outside = extract_answer(region.around, question=sample.prompt_text, use_final_line=False)
-            extraction = replace(extraction, statements=extraction.statements + outside.statements)
+            stated = outside.statements
+            if not stated and (concluded := concluding_statement(region.around, sample.prompt_text)):
+                stated = (concluded,)
+            extraction = replace(extraction, statements=extraction.statements + stated)
         answers = extraction.answers
         details.update(extracted=answers[0] if len(answers) == 1 else list(answers) or None)
         details["method"] = extraction.method
@@ -341,12 +374,14 @@ class MathAnswerReward(Reward):
             return self._scored(False, extraction.refusal or "no final answer found", details)
         choice = _gold(gold).choice
         unsure = []
-        for statement in dict.fromkeys(extraction.statements):
+        for statement in _graded(extraction.statements, choice):
             try:
                 verdict, reason = fast_verdict(gold, statement.sentence if choice else statement.answer)
             except InvalidAnswer as error:
                 # An answer too long to be one (a 100,000-digit box) is not the reference's answer.
                 verdict, reason = False, str(error)
+            if verdict is not False and not choice and _echo(sample.prompt_text, gold, statement.answer):
+                verdict, reason = False, f"{statement.answer!r} restates the question instead of answering it"
             if verdict is False:
                 reason = reason or f"answer {statement.answer!r} is not equivalent to {gold!r}"
                 if len(answers) > 1:
@@ -373,10 +408,12 @@ class MathAnswerReward(Reward):
         started: dict[tuple[str, str], Started] = {}
         for outcome in passes:
             if isinstance(outcome, Pending):
+                # One CAS budget per sample, shared by its answers.
+                budget_s = self.cas_budget_s / len(outcome.unsure)
                 for answer in outcome.unsure:
                     if (pair := (outcome.gold, answer)) not in started:
                         # Submitted now, so the CAS works on all of them at once.
-                        started[pair] = self._start_cas(pair)
+                        started[pair] = self._start_cas(pair, budget_s)
         verdicts = dict(
             zip(
                 started,
@@ -402,11 +439,11 @@ class MathAnswerReward(Reward):
                 return self._scored(False, reason, details)
         return self._scored(True, None, details)
 
-    def _start_cas(self, pair: tuple[str, str]) -> Started:
+    def _start_cas(self, pair: tuple[str, str], budget_s: float) -> Started:
         """A cached verdict, or the running CAS comparison."""
         if pair in self._cas_cache:
             return self._cas_cache[pair]
-        return self.pool.submit(cas_equivalent, *pair, budget_s=self.cas_budget_s)
+        return self.pool.submit(cas_equivalent, *pair, budget_s=budget_s)
 
     async def _finish_cas(self, pair: tuple[str, str], started: Started) -> CasVerdict | tuple[Status, str]:
         if not isinstance(started, concurrent.futures.Future):

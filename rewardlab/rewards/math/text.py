@@ -6,15 +6,19 @@ text hide an answer either. So:
 - invisible characters (zero-width spaces and joiners, bidirectional marks, soft hyphens) are
   dropped: ``\\box\u200bed{3}`` is read as the ``\\boxed{3}`` a reader sees;
 - code is not a statement: closed fenced blocks and inline code spans are dropped (code and
-  its printed output are working; a tool-integrated solution states its answer after them);
-  an unclosed fence hides nothing;
-- struck-out text (``~~10~~``) is read as struck out (``\\cancel{10}``), never as the value;
+  its printed output are working; a tool-integrated solution states its answer after them).
+  Both are found as CommonMark finds them (`rewardlab.rewards.fences`; an inline span closes
+  at a run of as many backticks, and an escaped backtick opens none), so no text a reader sees
+  as prose is dropped as code; an unclosed fence hides nothing;
+- struck-out text (``~~10~~``, ``<s>``, ``<del>``, ``<strike>``) is read as struck out
+  (``\\cancel{10}``), never as the value;
 - text that renders invisible (``\\phantom{...}``, white text) is dropped: the reader sees what is
-  around it, and so is a Markdown link's target and title; text a renderer may or may not hide
-  (HTML comments, ``%`` lines) is kept: an answer stated there is still a statement, which can only
+  around it, and so is the target and title of a Markdown link (only of a well-formed one:
+  ``[note](Actually it is 7)`` renders as written); text a renderer may or may not hide (HTML
+  comments, ``%`` lines) is kept: an answer stated there is still a statement, which can only
   make a completion a hedge;
 - GSM8K's calculator annotations ``<<9*2=18>>`` are dropped (solutions written in that style
-  state each result right after the annotation);
+  state each result right after the annotation); only arithmetic ending in its number is one;
 - Unicode mathematics becomes LaTeX: ``½`` is ``\\frac{1}{2}``, ``x²`` is ``x^{2}``, ``×`` is
   ``\\times``, full-width digits are digits.
 
@@ -33,14 +37,22 @@ _INVISIBLE = re.compile(
     "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
-_ANNOTATION = re.compile(r"<<[^<>\n]{0,200}>>")
+# Arithmetic ending in its result; any other "<<...>>" is text (read after `math_unicode`,
+# which has written "×" as "\\times").
+_ANNOTATION = re.compile(r"<<(?:[\d\s.+\-*/()^%,x]|\\(?:times|div|cdot) ?){1,200}=\s*-?[\d.,]+(?:/\d+)?\s*>>")
 _INVISIBLE_GROUP = re.compile(
     r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\})\s*(?=\{)", re.IGNORECASE
 )
-# A Markdown link's target and title ("[text](url \"title\")"): not text a reader reads as prose.
-_LINK_TARGET = re.compile(r"\]\([^()\n]{0,500}\)")
-_INLINE_CODE = re.compile(r"`[^`\n]{1,500}`")
-_STRUCK = re.compile(r"~~(?=[^~\s])([^~\n]{1,200})~~")
+# A well-formed Markdown link: its target (no spaces, or in angle brackets) and optional title
+# are not text a reader reads; "[note](Actually it is 7)" is no link and renders as written.
+_LINK = re.compile(
+    r"(\[[^\[\]\n]{0,500}\])\(\s*(?:<[^<>\n]{0,500}>|[^\s()<>]{0,500})"
+    r"(?:\s+(?:\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|\([^()\n]{0,200}\)))?\s*\)"
+)
+_STRUCK = re.compile(r"~~(?=[^~\s])([^~\n]{1,200})~~|<(s|del|strike)>([^<>]{1,200})</\2>")
+#: An inline code span is at most this long (CommonMark sets no limit; no real one is longer).
+MAX_INLINE_CODE = 500
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 _VULGAR_FRACTIONS = {
     "½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
@@ -103,6 +115,45 @@ def _without_invisible_groups(text: str) -> str:
     return "".join(pieces)
 
 
+def _without_inline_code(text: str) -> str:
+    """``text`` without its inline code spans, found as CommonMark finds them: a run of backticks
+    not escaped by a backslash opens a span that the next run of exactly as many backticks
+    closes, within one paragraph. One pass over the backtick runs: each run length keeps a
+    queue of where runs of that length occur."""
+    runs = [(match.start(), match.end()) for match in re.finditer(r"`+", text)]
+    by_length: dict[int, list[int]] = {}
+    for index, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(index)
+    cursors = dict.fromkeys(by_length, 0)
+    pieces, cursor, index = [], 0, 0
+    while index < len(runs):
+        start, end = runs[index]
+        length = end - start
+        escaped = start > 0 and text[start - 1] == "\\"
+        same = by_length[length]
+        at = cursors[length]
+        while at < len(same) and same[at] <= index:
+            at += 1
+        cursors[length] = at
+        closing = same[at] if at < len(same) and not escaped else None
+        if closing is not None:
+            close_start, close_end = runs[closing]
+            body = text[end:close_start]
+            if len(body) <= MAX_INLINE_CODE and not _BLANK_LINE.search(body):
+                pieces.append(text[cursor:start])
+                pieces.append(" ")
+                cursor = close_end
+                index = closing + 1
+                continue
+        index += 1
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def _struck(match: re.Match[str]) -> str:
+    return "\\cancel{" + (match.group(1) if match.group(1) is not None else match.group(3)) + "}"
+
+
 def reader_text(text: str) -> str:
     """The completion as a reader sees it (see the module docstring)."""
     text = math_unicode(text)
@@ -111,11 +162,11 @@ def reader_text(text: str) -> str:
     if "```" in text or "~~~" in text:
         text = _without_fences(text)
     if "`" in text:
-        text = _INLINE_CODE.sub(" ", text)
+        text = _without_inline_code(text)
     if "](" in text:
-        text = _LINK_TARGET.sub("]", text)
+        text = _LINK.sub(r"\1", text)
     if "phantom" in text or "white" in text:
         text = _without_invisible_groups(text)
-    if "~~" in text:
-        text = _STRUCK.sub(r"\\cancel{\1}", text)
+    if "~~" in text or "</" in text:
+        text = _STRUCK.sub(_struck, text)
     return text
