@@ -52,7 +52,7 @@ from rewardlab.rewards.math.commitment import (
     retraction,
     words,
 )
-from rewardlab.rewards.math.spans import Span, box_count, boxes, math_spans
+from rewardlab.rewards.math.spans import MAX_GROUP_CHARS, Span, box_count, boxes, math_spans
 from rewardlab.rewards.math.text import reader_text
 
 # Starts with the word itself, so that the scan skips ahead to each "answer" (an optional
@@ -170,17 +170,26 @@ def _standing_boxes(text: str, found: list[Span]) -> tuple[list[Span], list[str]
     completion states no answer at all: a box that is an operand of an expression
     (`box_context`), where the reader reads another value than the box holds."""
     struck = struck_spans(text) if found else []
-    spans = [(span.start, span.end) for span in math_spans(text)] if found else []
     standing, refusals = [], []
     for box in found:
         if inside(struck, box.start):
             refusals.append(f"the boxed answer {box.content[:40]!r} is struck out")
             continue
-        reason = operand_of_expression(text, box, in_math=inside(spans, box.start))
+        reason = operand_of_expression(text, box, in_math=_in_math(text, box))
         if reason is not None:
             return [], [], f"a box inside an expression states another value: {reason}"
         standing.append(box)
     return standing, refusals, None
+
+
+def _in_math(text: str, box: Span) -> bool:
+    """Whether a box is inside a math span of its paragraph (a bounded stretch of text around it:
+    inline math does not cross a blank line, and no display holding a box does in practice)."""
+    start = text.rfind("\n\n", max(0, box.start - MAX_GROUP_CHARS), box.start)
+    start = max(0, box.start - MAX_GROUP_CHARS) if start == -1 else start
+    end = text.find("\n\n", box.end, box.end + MAX_GROUP_CHARS)
+    end = min(len(text), box.end + MAX_GROUP_CHARS) if end == -1 else end
+    return any(span.start < box.start - start < span.end for span in math_spans(text[start:end]))
 
 
 def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list[str]]:
