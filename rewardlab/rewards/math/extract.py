@@ -175,7 +175,11 @@ def _standing_boxes(text: str, found: list[Span]) -> tuple[list[Span], list[str]
         if inside(struck, box.start):
             refusals.append(f"the boxed answer {box.content[:40]!r} is struck out")
             continue
-        reason = operand_of_expression(text, box, in_math=_in_math(text, box))
+        # Read as if in mathematics first (the stricter reading): only a box that reading
+        # refuses needs to know whether it is in mathematics at all.
+        reason = operand_of_expression(text, box, in_math=True)
+        if reason is not None and not _in_math(text, box):
+            reason = operand_of_expression(text, box, in_math=False)
         if reason is not None:
             return [], [], f"a box inside an expression states another value: {reason}"
         standing.append(box)
