@@ -7,9 +7,9 @@ answer is 3</answer>`` was paid as the answer 2. So every rule reward (``math_an
 ``code_execution``) reads one region, found by the same rules:
 
 1. **Harmony** (gpt-oss): when the text starts in Harmony form (a ``<|channel|>`` or
-   ``<|start|>`` marker), the answer is the last message of the ``final`` channel; the
-   ``analysis`` and ``commentary`` channels are not the answer, and a text without a final
-   message has none. A marker further into an ordinary text is text.
+   ``<|start|>`` marker), the answer is what the ``final`` channel says (all its messages: two
+   that differ are two answers); the ``analysis`` and ``commentary`` channels are not the answer,
+   and a text without a final message has none. A marker further into an ordinary text is text.
 2. **Reasoning blocks are removed**: ``<think>...</think>``, ``<thinking>``, ``<reasoning>``,
    ``<|begin_of_thought|>...<|end_of_thought|>``, ``[THINK]...[/THINK]`` and ``◁think▷...◁/think▷``
    by default. A closing marker without an opening one closes reasoning that the chat template
@@ -37,7 +37,7 @@ the text whatever it holds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,17 @@ class Region:
     source: str
     reason: str | None = None
     around: str = ""
+    #: For an answer block: the text outside reasoning split at the block markers, alternating
+    #: outside and inside (``[before, block, between, block, after]``), so that a reward can read
+    #: the block in its place (`framed`).
+    parts: tuple[str, ...] = ()
+
+    def framed(self, block: Callable[[str], str]) -> str | None:
+        """The text outside reasoning with each answer block replaced by ``block(content)``: the
+        block read in its sentence ("It is not <answer>10</answer>"). None without a block."""
+        if not self.parts:
+            return None
+        return "".join(block(part) if index % 2 else part for index, part in enumerate(self.parts))
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,16 +164,24 @@ def _outside_blocks(text: str, pairs: Markers, *, stray_closes_prompt_block: boo
 
 
 def _harmony_final(text: str) -> Region | None:
-    """The last final-channel message of a Harmony text; None when the text is not Harmony."""
+    """The final-channel messages of a Harmony text, joined (a reader sees each of them; two that
+    differ are two answers); None when the text is not Harmony."""
     if not text.lstrip().startswith(_HARMONY_STARTS):
         return None
-    start = text.rfind(_HARMONY_FINAL)
-    message = -1 if start == -1 else text.find(_HARMONY_MESSAGE, start)
-    if message == -1:
+    messages = []
+    start = text.find(_HARMONY_FINAL)
+    while start != -1:
+        message = text.find(_HARMONY_MESSAGE, start)
+        if message == -1:
+            break
+        body_start = message + len(_HARMONY_MESSAGE)
+        ends = [end for end in (text.find(marker, body_start) for marker in _HARMONY_ENDS) if end != -1]
+        body_end = min(ends, default=len(text))
+        messages.append(text[body_start:body_end])
+        start = text.find(_HARMONY_FINAL, body_end)
+    if not messages:
         return Region(None, "harmony_final", "a Harmony text without a final-channel message")
-    body_start = message + len(_HARMONY_MESSAGE)
-    ends = [end for end in (text.find(marker, body_start) for marker in _HARMONY_ENDS) if end != -1]
-    return Region(text[body_start : min(ends, default=len(text))], "harmony_final")
+    return Region(_joined(messages), "harmony_final")
 
 
 def _joined(parts: Sequence[str]) -> str:
@@ -225,13 +244,15 @@ class AnswerRegion:
         if self.harmony and (final := _harmony_final(text)) is not None:
             if final.text is None:
                 return final
-            region = self._without_reasoning(final.text)
+            # Harmony's reasoning is its analysis channel: a stray "</think>" in a final message
+            # is text, and hides nothing before it.
+            region = self._without_reasoning(final.text, stray_closes=False)
             return Region(region.text, "harmony_final", region.reason) if region.text is not None else region
         return self._without_reasoning(text)
 
-    def _without_reasoning(self, text: str) -> Region:
+    def _without_reasoning(self, text: str, *, stray_closes: bool = True) -> Region:
         reasoning = _outside_blocks(
-            text, self.reasoning, stray_closes_prompt_block=self.prompt_opens_reasoning
+            text, self.reasoning, stray_closes_prompt_block=self.prompt_opens_reasoning and stray_closes
         )
         if reasoning.reason is not None:
             return Region(None, "outside_reasoning", f"no answer: {reasoning.reason}")
@@ -247,7 +268,12 @@ class AnswerRegion:
         distinct = list(dict.fromkeys(block.strip() for block in answer.inside if block.strip()))
         if len(distinct) > 1:
             return Region(None, "answer_block", f"no single answer: {len(distinct)} different answer blocks")
-        return Region(distinct[0] if distinct else "", "answer_block", around=_joined(answer.outside))
+        parts: tuple[str, ...] = ()
+        if len(answer.outside) == len(answer.inside) + 1:
+            pairs = zip(answer.outside, answer.inside, strict=False)
+            parts = (*(piece for pair in pairs for piece in pair), answer.outside[-1])
+        text = distinct[0] if distinct else ""
+        return Region(text, "answer_block", around=_joined(answer.outside), parts=parts)
 
 
 def _pairs(value: Mapping[str, Any], kind: str, default: Markers) -> Markers:

@@ -11,10 +11,10 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from rewardlab.rewards.answer_region import AnswerRegion
+from rewardlab.rewards.answer_region import AnswerRegion, Region
 from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
-from rewardlab.rewards.math.extract import extract_answer
+from rewardlab.rewards.math.extract import bare_answer, extract_answer
 from rewardlab.rewards.math.spans import boxes
 from rewardlab.rewards.math.text import reader_text, without_invisible
 from rewardlab.rewards.rule import RuleReward
@@ -292,6 +292,18 @@ def boxed_answer(text: str) -> str | None:
     return boxed[-1] if boxed[-1] in {box.content for box in boxes(reader_text(text))} else None
 
 
+def _block_answer(region: Region) -> str | None:
+    """The answer block's content, read in its place as `math_answer` reads a box: None when the
+    words around it negate, hedge or take it back ("Not <answer>Paris</answer>", "<answer>Paris
+    </answer> or London"). A block too long to be read as one answer is taken as it is."""
+    if region.source != "answer_block" or region.text is None:
+        return None
+    if not region.parts or not bare_answer(region.text):
+        return region.text
+    framed = region.framed(lambda block: f"\\boxed{{{block.strip()}}}")
+    return region.text if framed is not None and boxed_answer(framed) == region.text.strip() else None
+
+
 def last_line(text: str) -> str | None:
     """The last line that is not blank, stripped; None for a blank text."""
     stripped = text.rstrip()
@@ -392,7 +404,7 @@ class StringMatchReward(RuleReward):
     def check(self, sample: Sample) -> Score:
         references = self._references(sample)
         region = self.answer(sample)
-        answer = None if region.text is None else self._answer(region.text, region.source)
+        answer = None if region.text is None else self._answer(region)
         details: dict[str, Any] = {
             "extracted": answer,
             "references": references,
@@ -400,6 +412,8 @@ class StringMatchReward(RuleReward):
         }
         if answer is None:
             reason = region.reason or f"no answer found (extract={self.extract!r})"
+            if region.text is not None and region.source == "answer_block" and self.extract == "answer_tag":
+                reason = "the words around the answer block negate, hedge or take it back"
             return Score(0.0, reason=reason, details=details)
         prepare = normalize_answer if self.normalize else (lambda text: text)
         candidate = prepare(answer)
@@ -411,11 +425,13 @@ class StringMatchReward(RuleReward):
             )
         return Score(1.0, details=details)
 
-    def _answer(self, text: str, source: str) -> str | None:
+    def _answer(self, region: Region) -> str | None:
+        text = region.text
+        assert text is not None
         if self.extract is None:
             return text
         if self.extract == "answer_tag":
-            return text if source == "answer_block" else None
+            return _block_answer(region)
         if self.extract == "boxed":
             return boxed_answer(text)
         return last_line(text)

@@ -14,6 +14,7 @@ from referencing.exceptions import Unresolvable
 
 from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
+from rewardlab.rewards.fences import fenced_blocks
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
@@ -76,6 +77,29 @@ def _loads(text: str) -> Any:
     return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
 
 
+def _json_blocks(text: str) -> list[str]:
+    """The fenced blocks that hold the JSON, found as CommonMark finds them (a block nested in a
+    longer fence is that block's text, not a block): those marked ``json``; else unmarked ones
+    that parse as JSON; else, for a text with no closed fence at all, blocks whose closing
+    backticks end the last line rather than standing alone (a form models write)."""
+    fenced = fenced_blocks(text)
+    marked = [block.body for block in fenced if block.info.split()[:1] in (["json"], ["JSON"], ["Json"])]
+    if marked:
+        return marked
+    unmarked = [block.body for block in fenced if not block.info and _parses(block.body)]
+    if unmarked or fenced:
+        return unmarked
+    return _FENCED_JSON.findall(text)
+
+
+def _parses(text: str) -> bool:
+    try:
+        _loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _meaning(block: str) -> Hashable:
     """What a fenced block says: its JSON value, or its text when it is not JSON."""
     try:
@@ -121,8 +145,9 @@ class JsonSchemaReward(RuleReward):
             (default ``"schema"``); a mapping or its JSON text (datasets often store schemas as
             strings, since they differ in shape from row to row).
         extract: Where the JSON is. ``"whole"``: the whole completion. ``"fenced"``: the fenced
-            block marked ``json`` (several blocks that hold different JSON are no single output:
-            a consumer reading the first would read another value). ``"auto"`` (default): the
+            block marked ``json``, else an unmarked one that holds JSON, found as CommonMark finds
+            them (several blocks that hold different JSON are no single output: a consumer reading
+            the first would read another value). ``"auto"`` (default): the
             ```` ```json ```` block if there is one, else the whole completion.
         check_formats: Also assert ``format`` keywords (``email``, ``date-time``, ...). Off by default,
             as the JSON Schema specification makes ``format`` an annotation only.
@@ -233,7 +258,7 @@ class JsonSchemaReward(RuleReward):
         """The text to parse and where it came from ("fenced" or "whole"), or None if absent;
         ("why", "several") when fenced blocks hold different JSON (which one is the output?)."""
         if self.extract != "whole":
-            blocks = _FENCED_JSON.findall(completion)
+            blocks = _json_blocks(completion)
             if len({_meaning(block) for block in blocks}) > 1:
                 return f"{len(blocks)} ```json blocks that differ: no single output", "several"
             if blocks:

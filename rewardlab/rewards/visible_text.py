@@ -10,9 +10,12 @@ checking, `as_seen`:
 - folds compatibility forms (NFKC: the full-width ``，`` is a comma);
 - writes the characters drawn as a comma in other scripts (Arabic ``،``, the ideographic ``、``,
   the low quotation mark ``‚``, small and half-width commas) as ``,``;
+- writes the characters drawn as blank space (the Hangul filler ``ㅤ``) as a space, and drops
+  the combining marks drawn over a letter (a strike-through ``c̶heap`` is still the word);
 - writes the Cyrillic and Greek letters drawn exactly as Latin ones as those Latin letters, in
-  words that mix them with Latin letters (a word all in Cyrillic stays Cyrillic: a response in
-  Russian is still in Russian).
+  words that mix them with Latin letters, and in words made of them alone when the text is
+  mostly in Latin letters (``сһеар`` in English prose is "cheap"; a response in Russian is still
+  in Russian).
 
 The comma look-alikes follow Unicode's confusables list (https://www.unicode.org/Public/
 security/latest/confusables.txt) for U+002C, and the letters its Cyrillic and Greek entries for
@@ -26,8 +29,16 @@ import unicodedata
 
 from rewardlab.rewards.math.text import without_invisible
 
-_COMMA_LOOKALIKES = "\u201a\u060c\u3001\ufe50\ufe51\uff64\u2e41\u1363\u07f8\ua60d\u055d"
-_COMMAS = str.maketrans(dict.fromkeys(_COMMA_LOOKALIKES, ","))
+_COMMA_LOOKALIKES = (
+    "\u201a\u060c\u3001\ufe50\ufe51\uff64\u2e41\u1363\u07f8\ua60d\u055d\ua4f9\u066b\u060d\u00b8\u0326"
+)
+# Characters drawn as blank space: a word either side of one is two words.
+_BLANKS = "\u3164\uffa0\u115f\u1160\u2800"
+# Combining marks drawn over a letter (a strike-through): "c\u0336heap" is "cheap" struck, still read.
+_OVERLAYS = "\u0334\u0335\u0336\u0337\u0338\u20d2\u20d3\u20e5\u20e6"
+_SEEN = str.maketrans(
+    {**dict.fromkeys(_COMMA_LOOKALIKES, ","), **dict.fromkeys(_BLANKS, " "), **dict.fromkeys(_OVERLAYS)}
+)
 #: Cyrillic and Greek letters drawn exactly as a Latin letter.
 _LOOKALIKES = {
     "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "i", "ј": "j",
@@ -41,15 +52,26 @@ _LATIN_LOOKALIKES = str.maketrans(_LOOKALIKES)
 _WORD = re.compile(r"\w+")
 
 
-def _latin_word(match: re.Match[str]) -> str:
-    word = match.group()
-    mixed = any("a" <= char.lower() <= "z" for char in word) and any(char in _LOOKALIKES for char in word)
-    return word.translate(_LATIN_LOOKALIKES) if mixed else word
+def _latin_words(text: str) -> str:
+    """Words written with look-alike letters, as Latin: those that mix them with Latin letters,
+    and, in a text mostly in Latin letters, those made of look-alikes only ("сһеар")."""
+    latin = sum(1 for char in text if "a" <= char.lower() <= "z")
+    other = sum(1 for char in text if char.isalpha() and not char.isascii())
+    mostly_latin = latin > other
+
+    def folded(match: re.Match[str]) -> str:
+        word = match.group()
+        lookalikes = sum(char in _LOOKALIKES for char in word)
+        has_latin = any("a" <= char.lower() <= "z" for char in word)
+        fold = lookalikes and (has_latin or (mostly_latin and lookalikes == len(word)))
+        return word.translate(_LATIN_LOOKALIKES) if fold else word
+
+    return _WORD.sub(folded, text)
 
 
 def as_seen(text: str) -> str:
     """``text`` as a reader sees it (see the module docstring)."""
-    text = unicodedata.normalize("NFKC", without_invisible(text))
     if text.isascii():
         return text
-    return _WORD.sub(_latin_word, text.translate(_COMMAS))
+    text = unicodedata.normalize("NFKC", without_invisible(text.translate(_SEEN)))
+    return _latin_words(text)

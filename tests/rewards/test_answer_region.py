@@ -3,7 +3,7 @@
 import pytest
 
 from rewardlab import ConfigError, Sample, Status, build
-from rewardlab.rewards.answer_region import AnswerRegion
+from rewardlab.rewards.answer_region import DEFAULT_REGION, AnswerRegion
 
 
 @pytest.mark.parametrize(
@@ -122,3 +122,18 @@ def test_a_format_pattern_reads_the_whole_completion_when_told_to():
     [on_whole] = whole.score([Sample(completion=completion)])
     whole.close()
     assert on_whole.value == 1.0
+
+
+def test_every_harmony_final_message_is_the_answer_and_a_stray_closer_there_is_text():
+    region = DEFAULT_REGION.read(
+        "<|start|>assistant<|channel|>final<|message|>The answer is 7.\n</think>\n<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>\\boxed{10}<|return|>"
+    )
+    assert "The answer is 7." in region.text and "\\boxed{10}" in region.text
+
+
+def test_an_answer_block_keeps_its_place():
+    region = DEFAULT_REGION.read("<think>x</think>It is not <answer> 10 </answer> at all")
+    assert region.text == "10"
+    assert region.framed(lambda block: f"[{block.strip()}]") == "It is not [10] at all"
+    assert DEFAULT_REGION.read("no block here").framed(str) is None

@@ -196,3 +196,18 @@ def test_unique_items_is_linear():
     started = time.perf_counter()
     (score,) = reward.score([Sample(completion=items)])
     assert score.value == 1.0 and time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ('```\n{"name": "Ada", "age": 1}\n```', 1.0),  # an unmarked block that holds JSON
+        ('``` json\n{"name": "Ada", "age": 1}\n```', 1.0),
+        ('```json\n{"name": "Ada", "age": 1, "note": "use ``` fences"}\n```', 1.0),
+        ('```json\n{"name": "Ada", "age": 1}```', 1.0),  # closing backticks ending the line
+        ('````markdown\n```json\n{"name": "Ada", "age": 1}\n```\n````\nNo JSON here.', 0.0),  # an example
+        ('{"name": "Ada", "age": 1, "name": "Bob"}', 0.0),  # a key twice
+    ],
+)
+def test_json_found_as_markdown_renders_it(completion, expected):
+    assert score_one(JsonSchemaReward(schema=PERSON), Sample(completion=completion)).value == expected

@@ -16,6 +16,14 @@ from rewardlab.rewards.visible_text import as_seen
         ("s\u0435cret", "secret"),  # a Cyrillic e among Latin letters
         ("\u0455\u0435cr\u0435t", "secret"),  # mostly Cyrillic look-alikes, one Latin letter
         ("\u03bfpen", "open"),  # a Greek omicron
+        ("Hello\ua4f9 world", "Hello, world"),  # a Lisu tone mark drawn as a comma
+        ("Hello \u0326world", "Hello ,world"),  # a combining comma below
+        ("One\u3164two", "One two"),  # the Hangul filler, drawn as a space
+        ("c\u0336heap", "cheap"),  # struck through, still the word
+        (
+            "This deal is \u0441\u04bb\u0435\u0430\u0440 indeed.",
+            "This deal is cheap indeed.",
+        ),  # all look-alikes
     ],
 )
 def test_look_alikes_read_as_what_they_look_like(text, seen):

@@ -76,12 +76,16 @@ def operand_of_expression(text: str, box: Span, in_math: bool) -> str | None:
     A box cut off before its closing brace has no neighbour after it (it is refused as too long)."""
     if box.end - box.start >= MAX_GROUP_CHARS:
         return None
-    before = _without_trailing_spacing(text[max(0, box.start - LOOK_AROUND) : box.start])
-    reason = _before(before, in_math)
+    window = text[max(0, box.start - LOOK_AROUND) : box.start]
+    before = _without_trailing_spacing(window)
+    # A line break ends what touches a box: "4 + 6 = 10\n\\boxed{10}" is a new line.
+    reason = None if "\n" in window[len(before) :] else _before(before, in_math)
     if reason is not None:
         return reason
     after = text[box.end : box.end + LOOK_AROUND]
     spacing = _SPACING_AFTER.match(after)
+    if spacing is not None and "\n" in spacing.group():
+        return None
     glued = spacing is None
     after = after[spacing.end() :] if spacing else after
     if _DEGREES_AFTER.match(after):

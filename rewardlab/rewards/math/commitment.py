@@ -34,7 +34,7 @@ MAX_SENTENCE_CHARS = 600
 NEGATIONS = frozenset({"not", "no", "never", "neither", "nor", "cannot", "none", "nothing"})
 HEDGES = frozenset(
     {
-        "or", "either", "maybe", "perhaps", "possibly", "probably", "likely", "unlikely", "presumably",
+        "or", "maybe", "perhaps", "possibly", "probably", "likely", "unlikely", "presumably",
         "supposedly", "apparently", "guess", "guessing", "unsure", "uncertain", "otherwise",
         "alternatively", "unless", "ish", "somewhere", "something", "estimate", "estimated",
         "nearly", "almost", "close",
@@ -77,8 +77,26 @@ _BOUNDING = re.compile(
     r"|\b(?:minimum|maximum|min|max)\b",
     re.IGNORECASE,
 )
+_OR_REACH = 4
+#: A predicate that judges a value rather than describing what is counted.
+_JUDGED = re.compile(
+    r"\b(?:answers?|solutions?|results?|values?|correct|right|true|valid|possible|it|so|case)\b",
+    re.IGNORECASE,
+)
+_VALUE_TOKEN = re.compile(r"^[#\d][#\d.,/]*")
+_EXTREMES = frozenset({"maximum", "minimum", "max", "min"})
 _VAGUE = re.compile(r"\bon\s+the\s+order\s+of\s*$", re.IGNORECASE)
-_TAKEN_BACK = NEGATIONS | {"wrong", "incorrect", "false", "invalid"}
+#: Right after a value, words that say it is wrong: "5 is not right", "5, which is wrong", "5
+#: (wrong)"; not a description of what is counted ("5 marbles are not red", "2 false statements").
+TAKEN_BACK_AFTER = re.compile(
+    r"^[\s,;:()\-]*(?:(?:which|that|this|it|and|but)\s+)?"
+    r"(?:is|are|was|were|seems?|looks?|(?:would|must|might|may)\s+be|['’]s)(?:\s+not|\s+never|n['’]t)?\s+"
+    r"(?:\w+\s+)?(?:wrong|incorrect|false|invalid|erroneous|mistaken|off)\b"
+    r"|^[\s,;:()\-]*(?:(?:which|that|this|it|and|but)\s+)?(?:is|are|was|were)(?:\s+not|\s+never|n['’]t)\s+"
+    r"(?:right|correct|valid|true|it|the\s+answer|an\s+answer|possible|accurate)\b"
+    r"|^[\s,;:()\-]*(?:not|never|wrong|incorrect|false|invalid|erroneous)(?=\s*(?:[.,;:!)]|$))",
+    re.IGNORECASE,
+)
 #: "could be 5", "might be 5": a modal of doubt before the verb.
 _DOUBTING_MODALS = frozenset({"could", "might", "may", "maybe", "perhaps", "possibly", "probably"})
 _WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)?")
@@ -98,16 +116,18 @@ _CONDITION = re.compile(
     re.IGNORECASE,
 )
 _RETRACTION = re.compile(
-    r"\b(?:i|we)\s+(?:(?:must|might|may|probably|could)\s+)?(?:have\s+|'ve\s+)?made\s+(?:\w+\s+){0,3}?"
-    r"(?:mistakes?|errors?|miscalculations?|typos?)"
+    r"\b(?:i|we)\s+(?:(?:must|might|may|probably|could)\s+)?(?:have\s+|'ve\s+)?made\s+(?!no\b|not\b)"
+    r"(?:(?!no\b)\w+\s+){0,3}?(?:mistakes?|errors?|miscalculations?|typos?)"
     r"|\b(?:that|this|it|my\s+(?:previous\s+)?answer|the\s+(?:above\s+)?answer|the\s+above|the\s+box)"
     r"(?:['’]s|\s+is|\s+was|\s+seems|\s+looks|\s+(?:must|might|may|could)\s+be)\s+(?:\w+\s+)?"
     r"(?:wrong|incorrect|off|a\s+mistake|an\s+error|not\s+(?:right|correct))"
     r"|\b(?:that|this|it)\s+(?:can(?:not|['’]t)|could(?:\s+not|n['’]t)|is(?:\s+not|n['’]t)|does(?:\s+not|n['’]t)\s+"
     r"(?:seem|look))\s+(?:be\s+)?right\b"
     r"|\b(?:i|we)(?:['’]m|['’]re|\s+am|\s+are|\s+was|\s+were)\s+(?:\w+\s+)?wrong\b"
-    r"|\b(?:disregard|ignore)\s+(?:the|that|this|my|what|everything|all|it|above)\b"
-    r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,?\s+wait\b|\bwait,?\s+(?:no|that)\b|\bcorrection\s*:"
+    r"|\b(?:disregard|ignore)\s+(?:the\s+(?:above|box|boxed|answer|result|previous|last|first)|that\b|this\b"
+    r"|my\b|what\s+i|everything|all\s+(?:of\s+)?(?:the\s+)?above|it\b)"
+    r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,?\s+wait\b|\bwait,?\s+(?:no\b|that(?:['’]s|\s+is|\s+was)?\s+(?:not|wrong|incorrect)\b)|\bcorrection\s*:"
+    r"|\b(?:no|low|little)\s+confidence\b|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)\b"
     r"|\bon\s+second\s+thought\b|\bjust\s+kidding\b|\bnever\s*mind\b|\boops\b|\bmy\s+(?:bad|mistake)\b"
     r"|\b(?:refuted|disproved|debunked|retracted?)\b|\blet\s+me\s+(?:re-?do|try\s+again|start\s+over|correct)\b"
     r"|\b(?:is|are)\s+also\s+(?:correct|right|valid|true|possible|an?\s+answers?)\b",
@@ -118,10 +138,14 @@ _RETRACTION = re.compile(
 #: think the answer is 5"). Not a bare "wrong" or "not": "the number of wrong answers is 5" and "the
 #: ways that are not adjacent is 12" state their values.
 _DISOWNING = re.compile(
-    r"\b(?:doubts?|doubtful|false|untrue|nobody|claims?|claimed|refuted?|disproved?|myth|misconception|"
-    r"pitfall|tempting|mistakenly|wrongly|incorrectly|erroneously|naively)\b"
-    r"|\ban?\s+(?:\w+\s+)?(?:mistake|error|trap)\b|\b(?:wrong|incorrect|mistaken|false)\s+to\b"
-    r"|(?:\bnot|\bnever|n['’]t)\s+(?:\w+\s+)?(?:think|believe|true|say|claim|conclude|the\s+case|correct|right)\b",
+    r"(?<!\bno\s)(?<!\bwithout\s)(?<!\bwithout\sa\s)\bdoubts?\b|\bdoubtful\b|\bnobody\b|\brefuted?\b"
+    r"|\bdisproved?\b|\bmyth\b|\bmisconception\b|\bpitfall\b|\btempting\b"
+    r"|\b(?:false|untrue|not\s+true|not\s+the\s+case)\s+that\b"
+    r"|\ban?\s+(?:\w+\s+)?(?:mistake|error|trap)\s+(?:is|would\s+be)\s+to\b"
+    r"|\b(?:wrongly|incorrectly|mistakenly|erroneously|naively)\s+(?:conclude|concludes|concluded|think|thinks|"
+    r"thought|say|says|said|assume|assumes|assumed|claim|claims|claimed|believe|believes|believed|get|gets|got)\b"
+    r"|\b(?:i|we|it|one)\b[^.,;:]{0,20}?(?:\bnot|\bnever|n['’]t)\s+(?:\w+\s+)?"
+    r"(?:think|believe|true|say|claim|conclude|the\s+case|correct|right|sure)\b",
     re.IGNORECASE,
 )
 #: Conjunctions that start a new clause: what comes before them is another statement.
@@ -161,6 +185,12 @@ def _whole_statement(text: str) -> str:
     return re.sub(r"\s+", " ", "".join(pieces)).strip()
 
 
+_EXPLANATION = re.compile(
+    r",?\s+(?:because|since|as|given|due\s+to)\b|,\s*(?:which|where|so|and\s+so|i\.e\.|e\.g\.)\b",
+    re.IGNORECASE,
+)
+#: Words that keep an explanation with its value: it doubts, bounds or takes back the value.
+_UNEXPLAINED = HEDGES | _DISOWNED_AFTER | NEGATIONS | {"might", "may", "could", "wrong", "incorrect", "false"}
 _LONE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*\\?%)?(?![\w.]*\d)")
 
 
@@ -185,6 +215,19 @@ def _contrast(masked: str, after: int) -> int | None:
         cut = after + len(kept)
 
 
+def _explanation(masked: str, after: int) -> int | None:
+    """Where an explanation after the value starts ("10 because she has 4 + 6 = 10 marbles",
+    "18, which is 9 eggs times $2"), unless it doubts or changes the value ("10, which is
+    wrong", "10 since I guessed", "10 because it might be 7")."""
+    found = _EXPLANATION.search(masked, after)
+    if found is None:
+        return None
+    explained = words(masked[found.end() :])
+    if any(word in _UNEXPLAINED for word in explained) or TAKEN_BACK_AFTER.search(masked[found.start() :]):
+        return None
+    return found.start()
+
+
 def read_predicate(predicate: str) -> Reading:
     """The value a predicate states ("is 12 apples", "equals $\\frac12$, not 2")."""
     predicate = predicate.strip().rstrip(".!;:").strip()
@@ -197,6 +240,8 @@ def read_predicate(predicate: str) -> Reading:
     if negated(masked[: first_value.start()] if first_value else masked):
         return Reading(None, f"the statement is negated: {predicate[:80]!r}")
     if first_value is not None and (cut := _contrast(masked, first_value.end())) is not None:
+        predicate, masked = predicate[:cut].strip(), masked[:cut].strip()
+    if first_value is not None and (cut := _explanation(masked, first_value.end())) is not None:
         predicate, masked = predicate[:cut].strip(), masked[:cut].strip()
     spans = math_spans(predicate)
     if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(predicate):
@@ -220,22 +265,28 @@ def doubted(masked: str, value_at: int | None) -> bool:
     ("it is at least 5", "more than 5"; before the verb, or further back, they belong to the
     subject: "the maximum number of points is 19", "the numbers between 10 and 20 is 75"). After it, hedges
     count anywhere in the sentence ("5 or more", "5, probably"), a negation or a "wrong" only
-    right after it ("5 is not right", "5 is wrong"; not "11 more CDs if he hadn't bought"), and
-    comparisons only when they bound it ("5 at most", not "4 more boxes than last week").
+    right after it ("5 is not right", "5 is wrong"; not "11 more CDs if he hadn't bought" nor "5
+    marbles are not red"), "or" within four words ("5 or 6"; not "a 1/3 chance of rolling a 3 or
+    a 5"), and comparisons only when they bound it ("5 at most", not "4 more boxes than last week").
     """
     if value_at is None:
         return any(word in MEANING_WORDS for word in words(masked))
     before, after = masked[:value_at], masked[value_at:]
     verbs = list(CLAUSE_VERB.finditer(before))
     predicate = before[verbs[-1].end() :] if verbs else before
-    if any(token in MEANING_WORDS for token in _TOKEN.findall(predicate.lower())[-3:]):
+    tokens = _TOKEN.findall(predicate.lower())[-3:]
+    if tokens[-2:-1] and tokens[-1] == "of" and tokens[-2] in _EXTREMES:
+        tokens = tokens[:-2]  # "a maximum of 7 books": what the question asked for, not a bound
+    if any(token in MEANING_WORDS for token in tokens):
         return True
     if _VAGUE.search(before[-40:]):
         return True
     after_words = words(after)
     return (
-        any(word in HEDGES or word in _DISOWNED_AFTER for word in after_words)
-        or any(word in _TAKEN_BACK for word in after_words[:3])
+        any((word in HEDGES and word != "or") or word in _DISOWNED_AFTER for word in after_words)
+        # "5 or 6", "5 or more"; not "a 1/3 chance of rolling a 3 or a 5"
+        or "or" in after_words[:_OR_REACH]
+        or bool(TAKEN_BACK_AFTER.search(_VALUE_TOKEN.sub("", after, count=1)))
         or bool(_BOUNDING.search(after))
     )
 
@@ -275,6 +326,14 @@ def read_sentence(sentence: str) -> Reading:
             return Reading(subject_spans[-1].content)
         numbers = _LONE_NUMBER.findall(subject)
         if len(numbers) == 1 and len(words(subject)) <= 1:
+            return Reading(numbers[0].strip())
+    if reading.answer is None and reading.refusal is not None and not _VALUE.search(masked[verb.end() :]):
+        # "Therefore, 5 marbles are not red.": the negation describes what is counted, unless it
+        # judges the value ("5 is not the answer", "5 is not right").
+        subject = sentence[: verb.start()]
+        numbers = _LONE_NUMBER.findall(subject)
+        judged = TAKEN_BACK_AFTER.search(masked[verb.start() :]) or _JUDGED.search(masked[verb.end() :])
+        if len(numbers) == 1 and len(words(subject)) <= 3 and not judged:
             return Reading(numbers[0].strip())
     return reading
 

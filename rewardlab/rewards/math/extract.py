@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from rewardlab.rewards.fences import inside
@@ -41,7 +42,7 @@ from rewardlab.rewards.math.box_context import operand_of_expression, struck_spa
 from rewardlab.rewards.math.commitment import (
     CLAUSE_VERB,
     MAX_SENTENCE_CHARS,
-    NEGATIONS,
+    TAKEN_BACK_AFTER,
     Reading,
     conditional,
     disowned,
@@ -81,7 +82,14 @@ _SENTENCE_BREAK = re.compile(r"(?<=[A-Za-z)])[.?!]\s")
 # "add up to", "comes to": a total, not a bound ("up to 5").
 _SUMS_TO = re.compile(r"\b(?:adds?|added|adding|sums?|summed|comes?|came|amounts?)(?:\s+up)?\s+to\b", re.I)
 _QUESTION = re.compile(r"[\s$)\\]*\?")
-_CALLED_WRONG = re.compile(r"\b(?:wrong|incorrect|mistaken?|false|invalid|erroneous)\b", re.IGNORECASE)
+# Right before a box: "it is not \\boxed{5}", "cannot be \\boxed{5}", "the wrong answer is \\boxed{5}";
+# not "the ways that are not adjacent is \\boxed{12}".
+_NEGATED_BEFORE = re.compile(
+    r"(?:\bnot|\bnever|n['’]t|\bcannot)(?:\s+(?:be|equal|equals|exactly|quite|really))*[\s:=]*$"
+    r"|\b(?:wrong|incorrect|false|invalid|erroneous|mistaken)\s+(?:answer|result|value|solution|choice|option)s?"
+    r"(?:\s+(?:is|was|would\s+be))?[\s:=]*$",
+    re.IGNORECASE,
+)
 #: Right after a statement: "or D", "and/or D" continue it into a hedge.
 _ALTERNATIVE_NEXT = re.compile(r"\s*(?:or|and/or|nor)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -90,11 +98,31 @@ _ANSWER_WORD = re.compile(
     r"\b(?:answers?|ans|results?|respuesta|r[ée]ponse|resposta|risposta|antwort|ответ)\b|答案|答え|정답",
     re.IGNORECASE,
 )
-_LABEL = re.compile(r"^[^\d:\n]{1,30}:\s*\S")
+# "Ans: 7", "Result: 7", "Answer (alt): 7": a label that names an answer; not "Note: ...".
+_LABEL = re.compile(
+    r"^[^\d:\n]{0,30}\b(?:answers?|ans|results?|final|total|solution|correction|respuesta|r[ée]ponse|antwort"
+    r"|ответ)\b[^\d:\n]{0,20}:\s*\S",
+    re.IGNORECASE,
+)
 _OPTION_LETTER = re.compile(r"\(?[A-E]\)?")
 #: A digit or a command: what a value written after an answer holds.
 _VALUED = re.compile(r"\d|\\[a-zA-Z]")
 _COMMAND = re.compile(r"\\[a-zA-Z]+")
+#: After an answer, words that revise it ("However, ... the true count must be 7"): read as a
+#: conclusion is.
+_REVISION = re.compile(
+    r"\b(?:however|instead|in\s+fact|recount\w*|recheck\w*|re-?examin\w*|on\s+reflection"
+    r"|(?:true|real|correct|actual|right)\s+(?:answer|count|value|total|number|result))\b",
+    re.IGNORECASE,
+)
+#: After an answer, a line that offers another value with doubt ("I'd go with 7 though", "My gut
+#: says 7", "(7 if counting only the red ones)") restates one: a hedge.
+_HEDGING = re.compile(
+    r"\b(?:though|although|gut|torn|go\s+with|prefer|likely|probably|possibly|perhaps|maybe|might|could"
+    r"|alternatively|otherwise|if|unless|or)\b",
+    re.IGNORECASE,
+)
+MAX_LINES_AFTER = 8
 #: The end of the sentence a statement is in: the sentences after it are read on their own.
 _AFTER_SENTENCE = re.compile(r"[.!?;](?:\s+|$)|\n")
 MAX_CONCLUSION_LINE = 300
@@ -218,11 +246,7 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
         # has the mathematics around it masked too, and only prose is read as words.
         masked = mask_math(text[start : group[-1].end + len(trail)])
         lead, masked_trail = masked[: len(raw_lead)], masked[group[-1].end - start :]
-        if (
-            any(word in NEGATIONS for word in words(lead)[-3:])
-            or _CALLED_WRONG.search(lead + masked_trail)
-            or disowned(lead)
-        ):
+        if _NEGATED_BEFORE.search(lead) or TAKEN_BACK_AFTER.search(masked_trail) or disowned(lead):
             refusals.append(
                 f"the boxed answer is negated or called wrong: {(raw_lead + '...' + trail)[-80:]!r}"
             )
@@ -230,7 +254,9 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
         if conditional(lead) or _QUESTION.match(text, group[-1].end):
             continue  # a hypothesis, an example or a question states no answer
         answer = ", ".join(contents)
-        if doubted(_SUMS_TO.sub(" is ", lead) + " #", len(lead) + 1):
+        # The box's own math delimiter ("$" before "\\boxed") is masked as "#": not a word before it.
+        spoken = _SUMS_TO.sub(" is ", lead.rstrip("# "))
+        if doubted(spoken + " #", len(spoken) + 1):
             answer = f"{' '.join(words(lead)[-3:])} {answer}"
         if doubted("# " + masked_trail, 0):
             # "\\boxed{5} or more": the words go with the value, which then reads as the hedge it is.
@@ -337,6 +363,8 @@ def _line_statement(
     other number in it ("We check: 10 + 5 = 15." is working, not an answer).
     """
     conclusions = list(_CONCLUSION.finditer(line))
+    if after_statement:
+        conclusions = sorted([*conclusions, *_REVISION.finditer(line)], key=lambda match: match.end())
     if conclusions and len(line) <= MAX_CONCLUSION_LINE:
         reading = read_sentence(line[conclusions[-1].end() :])
     elif len(line) <= (MAX_CONCLUSION_LINE if math_spans(line) else MAX_FINAL_LINE):
@@ -386,11 +414,39 @@ def _restates(line: str, answer: str) -> bool:
     return (
         whole_math
         or bool(_ANSWER_WORD.search(line) or CLAUSE_VERB.search(masked) or _LABEL.match(masked))
+        or bool(_HEDGING.search(masked))
         or len(words(_NUMBER.sub(" ", masked))) <= 1
     )
 
 
 _RESULT = re.compile(r"=\s*\\?\$?\s*(-?\d[\d,]*(?:\.\d+)?)")
+
+
+#: An answer block's content up to this long, on one line, is read as a box in its place.
+MAX_BARE_BLOCK = 200
+
+
+def block_in_place(content: str) -> Callable[[str], str] | None:
+    """How to read an answer block in its place in the text, so that the words around it count
+    ("It is not <answer>10</answer>", "<answer>10</answer> or 7", a retraction after it): a bare
+    answer becomes a box there; content with its own statements (a box, "The answer is") stands
+    there as a paragraph. None for other content (a whole solution in the block), which is read
+    on its own."""
+    stripped = content.strip()
+    if box_count(stripped) or _PHRASE.search(stripped) or _HASHES.search(stripped):
+        return lambda block: f"\n\n{block}\n\n"
+    return (lambda block: f"\\boxed{{{block.strip()}}}") if bare_answer(stripped) else None
+
+
+def bare_answer(content: str) -> bool:
+    """Whether an answer block holds just an answer: one short line, braces balanced, no
+    statement of its own."""
+    stripped = content.strip()
+    if not stripped or "\n" in stripped or len(stripped) > MAX_BARE_BLOCK:
+        return False
+    if box_count(stripped) or _PHRASE.search(stripped) or _HASHES.search(stripped):
+        return False
+    return stripped.count("{") == stripped.count("}")
 
 
 def concluding_statement(text: str, question: str = "") -> Statement | None:
@@ -511,35 +567,58 @@ def _committed(
     taken_back = retraction(following)
     if taken_back is not None:
         return Extraction(refusal=f"the completion takes its answer back ({taken_back!r})")
-    if use_final_line and (restated := _restatement(text, last, givens)) is not None:
-        statements = [*statements, restated]
+    if use_final_line:
+        lead_in = _lead_in(text, last, givens)
+        statements = [*([lead_in] if lead_in else []), *statements, *_restatements(text, last, givens)]
     return Extraction(tuple(statements))
 
 
-def _restatement(text: str, last: Statement, givens: frozenset[str]) -> Statement | None:
-    """The final line after the last statement, when it states a value of its own (see
-    `_line_statement`): the whole final line when it starts after the statement, else the
-    sentences after the statement's own ("\\boxed{10}. Wait, 7."). Such a line counts as one
-    more statement (a hedged one makes the completion a hedge); one with several numbers that
-    is not a conclusion's restated result does not count."""
-    offset = max(0, len(text) - TAIL_WINDOW)
-    final = _final_line(text[offset:])
-    if final is None:
+def _lead_in(text: str, last: Statement, givens: frozenset[str]) -> Statement | None:
+    """For a box that stands alone on its lines ("Thus the count is 7.\n\n\\boxed{10}"), the
+    line before it when it concludes with a value of its own: a reader reads that line as the
+    box's lead-in, and two values there are two answers."""
+    line_start = text.rfind("\n", 0, last.start) + 1
+    if last.method != "boxed" or text[line_start : last.start].strip(" \t$\\[(") or line_start == 0:
         return None
-    position, line = final[0] + offset, final[1]
-    if position < last.end:
-        rest = text[last.end : position + len(line)]
-        boundary = _AFTER_SENTENCE.search(rest)
-        if boundary is None:
-            return None
-        line = rest[boundary.end() :].strip()
-        position = last.end + boundary.end()
-        if not line or _SIGN_OFF.match(line):
-            return None
-    statement, _ = _line_statement(text, position, line, givens, after_statement=True)
+    before = text[max(0, line_start - MAX_CONCLUSION_LINE) : line_start].rstrip()
+    line = before[before.rfind("\n") + 1 :].strip()
+    if line in ("\\[", "$$"):  # the box opens a display: the line before the display leads in
+        before = before[: before.rfind("\n")].rstrip()
+        line = before[before.rfind("\n") + 1 :].strip()
+    if not line or not _CONCLUSION.search(line) or line.endswith(":"):
+        return None
+    statement, _ = _line_statement(text, text.rfind(line, 0, line_start), line, givens)
     if statement is None or _several_in_prose(statement.answer):
         return None
-    return replace(statement, method="restated")
+    return replace(statement, method="lead_in")
+
+
+def _restatements(text: str, last: Statement, givens: frozenset[str]) -> list[Statement]:
+    """The lines after the last statement that state a value of their own (see
+    `_line_statement`): up to `MAX_LINES_AFTER` lines, the sentences after the statement's own on
+    its line included ("\\boxed{10}. Wait, 7."). Each counts as one more statement (a hedged one
+    makes the completion a hedge); a line with several numbers that is not a conclusion's
+    restated result does not count."""
+    start = max(last.end, len(text) - TAIL_WINDOW)
+    lines: list[tuple[int, str]] = []
+    position = start
+    for piece in text[start:].split("\n"):
+        lines.append((position, piece))
+        position += len(piece) + 1
+    if lines and text.rfind("\n", 0, start) < last.start:
+        # The rest of the statement's own line: only the sentences after the statement's.
+        boundary = _AFTER_SENTENCE.search(lines[0][1])
+        lines[0] = (lines[0][0] + boundary.end(), lines[0][1][boundary.end() :]) if boundary else (0, "")
+    found = []
+    for line_start, piece in lines[-MAX_LINES_AFTER:]:
+        line = piece.strip()
+        if not line or _SIGN_OFF.match(line):
+            continue
+        at = line_start + piece.index(line[0])
+        statement, _ = _line_statement(text, at, line, givens, after_statement=True)
+        if statement is not None and not _several_in_prose(statement.answer):
+            found.append(replace(statement, method="restated"))
+    return found
 
 
 def _several_in_prose(answer: str) -> bool:

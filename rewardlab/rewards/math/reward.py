@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rewardlab.rewards.answer_region import AnswerRegion
+from rewardlab.rewards.answer_region import AnswerRegion, Region
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
 from rewardlab.rewards.math.answer import (
     Answer,
@@ -33,7 +33,14 @@ from rewardlab.rewards.math.cas import CasVerdict, cas_equivalent
 from rewardlab.rewards.math.compare import APPROXIMATION_DIGITS, answers_equal, uses_pi
 from rewardlab.rewards.math.echo import echoes_question
 from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, is_literal, variables
-from rewardlab.rewards.math.extract import Statement, concluding_statement, extract_answer, reference_answer
+from rewardlab.rewards.math.extract import (
+    Extraction,
+    Statement,
+    block_in_place,
+    concluding_statement,
+    extract_answer,
+    reference_answer,
+)
 from rewardlab.rewards.math.normalize import Normalized, normalize
 from rewardlab.rewards.process_pool import (
     KillableProcessPool,
@@ -352,21 +359,7 @@ class MathAnswerReward(Reward):
         if len(region.text) > MAX_COMPLETION_CHARS:
             reason = f"the answer region is {len(region.text)} characters, over {MAX_COMPLETION_CHARS}"
             return self._scored(False, reason, {**details, "extracted": None, "method": "none"})
-        extraction = extract_answer(
-            region.text,
-            question=sample.prompt_text,
-            use_phrases=self.use_phrases,
-            use_final_line=self.use_final_line,
-            last_number_fallback=self.last_number_fallback,
-        )
-        if region.around and extraction.statements:
-            # An answer stated outside the answer block is still stated: it must agree too, and
-            # so must a conclusion there ("Thus x = 7.").
-            outside = extract_answer(region.around, question=sample.prompt_text, use_final_line=False)
-            stated = outside.statements
-            if not stated and (concluded := concluding_statement(region.around, sample.prompt_text)):
-                stated = (concluded,)
-            extraction = replace(extraction, statements=extraction.statements + stated)
+        extraction = self._extraction(region, sample.prompt_text)
         answers = extraction.answers
         details.update(extracted=answers[0] if len(answers) == 1 else list(answers) or None)
         details["method"] = extraction.method
@@ -400,6 +393,29 @@ class MathAnswerReward(Reward):
             reason = "the fast path could not decide and the CAS is disabled"
             return Score.failure(Status.PARSE_ERROR, reason, details=details)
         return Pending(details, gold, tuple(unsure))
+
+    def _extraction(self, region: Region, question: str) -> Extraction:
+        """The statements of the answer region. An answer block is read in its place when it can
+        be (`block_in_place`), so that the sentence around it counts; otherwise its content is
+        read alone, and what is stated outside it (an answer, a conclusion) must agree."""
+        assert region.text is not None
+        framing = block_in_place(region.text) if region.parts else None
+        framed = region.framed(framing) if framing is not None else None
+        extraction = extract_answer(
+            framed if framed is not None else region.text,
+            question=question,
+            use_phrases=self.use_phrases,
+            use_final_line=self.use_final_line,
+            last_number_fallback=self.last_number_fallback,
+        )
+        if not region.around or not extraction.statements:
+            return extraction
+        stated: tuple[Statement, ...] = ()
+        if framed is None:
+            stated = extract_answer(region.around, question=question, use_final_line=False).statements
+        if not stated and (concluded := concluding_statement(region.around, question)):
+            stated = (concluded,)  # "Therefore x = 7.\n<answer>10</answer>"
+        return replace(extraction, statements=extraction.statements + stated)
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         passes = await run_per_sample(

@@ -162,3 +162,57 @@ def test_one_cas_budget_per_sample_whatever_it_states():
     slow.close()
     assert score.status is Status.TIMEOUT
     assert elapsed < 1.5 + 1.5, elapsed  # one budget (split three ways over two workers), plus slack
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("It is not <answer>10</answer>", 0.0),
+        ("<answer>10</answer> or 7", 0.0),
+        ("<answer>10</answer>\n\nWait, I made an error in step 2.", 0.0),
+        ("<answer>10</answer>\n\nAns: 7", 0.0),
+        ("Therefore x = 7.\n<answer>10</answer>", 0.0),
+        ("<think>maybe 7</think>\n<answer>10</answer>", 1.0),
+        ("The answer is <answer>10</answer>.", 1.0),
+        ("<answer>\nStep 1: 4 + 6.\nSo x = 10.\n</answer>\nThat was fun.", 1.0),  # a solution in the block
+    ],
+)
+def test_an_answer_block_is_read_in_its_place(reward, completion, expected):
+    assert value(reward, completion, "10") == expected
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "Thus the count is 7.\n\n\\boxed{10}",
+        "Thus the count is 7.\n\\[\n\\boxed{10}\n\\]",
+        "\\boxed{10}\n\nActually the count is 7.\n\nLet me explain the recount step by step for clarity.",
+        "\\boxed{10}\n\nI'd go with 7 though.",
+        "\\boxed{10}\n\n(7 if counting only the red ones.)",
+    ],
+)
+def test_a_value_said_next_to_the_answer_is_one_more_statement(completion):
+    assert extract_answer(completion).answers in (("7", "10"), ("10", "7"))
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "Therefore, the final answer is:\n\n\\boxed{10}",
+        "So Tom has 4 apples and Ana has 6.\n\n\\boxed{10}",
+        "Thus x = 3 + 7 = 10.\n\n\\boxed{10}",
+        "So the total is 4 + 6 = 10\n\n\\boxed{10}",
+        "\\boxed{10}\n\nWe ignore the negative root, since a length is positive.",
+        "\\boxed{10}\n\nDouble-checking each step, we made no errors.",
+        "\\boxed{10}\n\nWait, that matches the estimate from before.",
+        "Final answer: \\boxed{10}\n\nNote: we assume each box holds 5 apples.",
+        "The number of false statements is $\\boxed{10}$.",
+        "So $\\boxed{10}$ marbles are not red.",
+        "Therefore, 10 marbles are not red.",
+        "He can buy a maximum of $\\boxed{10}$ books.",
+        "So the answer is 10 because she has 4 + 6 = 10 marbles.",
+        "The answer is $\\boxed{10}$ either way.",
+    ],
+)
+def test_ordinary_words_around_an_answer_leave_it_alone(reward, completion):
+    assert value(reward, completion, "10") == 1.0
