@@ -14,7 +14,7 @@ from typing import Any, Literal
 from rewardlab.rewards.answer_region import AnswerRegion, Region
 from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
-from rewardlab.rewards.math.extract import bare_answer, extract_answer
+from rewardlab.rewards.math.extract import bare_answer, extract_answer, offers_another
 from rewardlab.rewards.math.spans import boxes
 from rewardlab.rewards.math.text import reader_text, without_invisible
 from rewardlab.rewards.rule import RuleReward
@@ -199,9 +199,11 @@ class RegexMatchReward(RuleReward):
             whole completion, the right choice for a format that allows nothing else.
         flags: Names of ``re`` flags, e.g. ``["IGNORECASE", "DOTALL", "MULTILINE"]``; also
             ``VERBOSE`` and ``ASCII``.
-        max_chars: Completions longer than this (default 200,000 characters) are not matched and get
-            status ``invalid_input``: a pattern with nested quantifiers can take exponential time, and a
-            runaway rollout should not stall the batch (``sample_budget_s`` bounds the rest).
+        max_chars: Completions longer than this (default 200,000 characters) are not matched and
+            score 0.0 (the model wrote them; a failure status would drop them from training): a
+            pattern with nested quantifiers can take exponential time, and a runaway rollout should
+            not stall the batch (``sample_budget_s`` bounds the rest). An answer block is read in its
+            place: the words around it can negate or take it back, as around a box.
         answer_region, execution, sample_budget_s: The options every rule reward shares (see
             `RuleReward.configure_rule`): where the answer is read (default: outside reasoning
             blocks), and the killable worker and per-sample budget its checks run under.
@@ -262,11 +264,15 @@ class RegexMatchReward(RuleReward):
             return Score(0.0, reason=region.reason, details=details)
         text = region.text
         if len(text) > self.max_chars:
-            raise InvalidInput(
-                "completion",
-                f"{len(text)} characters is over max_chars={self.max_chars}; not matched, to bound the "
-                "time a backtracking pattern can take",
+            # The model wrote it: a 0 it earns, not a failure that drops the sample from training.
+            reason = (
+                f"the answer region is {len(text)} characters, over max_chars={self.max_chars}; not matched, "
+                "to bound the time a backtracking pattern can take"
             )
+            return Score(0.0, reason=reason, details=details)
+        if not _block_stands(region):
+            reason = "the words around the answer block negate, hedge or take it back"
+            return Score(0.0, reason=reason, details=details)
         match = self.regex.search(text) if self.mode == "search" else self.regex.fullmatch(text)
         if match is None:
             return Score(0.0, reason=f"no {self.mode} match for {self.pattern!r}", details=details)
@@ -284,24 +290,35 @@ def boxed_answer(text: str) -> str | None:
     them: None when there is no box, when boxes state different answers, when a box is negated,
     doubted, struck out or taken back ("it is not \boxed{Paris}", "\boxed{Paris} or Lyon"), or
     when the completion states another answer in words ("\boxed{Paris}. The answer is London.")."""
-    extraction = extract_answer(text)
-    boxed = [statement.answer for statement in extraction.statements if statement.method == "boxed"]
+    extraction = extract_answer(text, word_values=True)
+    boxed = [statement for statement in extraction.statements if statement.method == "boxed"]
     if not boxed or len({normalize_answer(s.answer) for s in extraction.statements}) != 1:
         return None
+    if offers_another(reader_text(text)[boxed[-1].end :]):
+        return None  # "\boxed{Paris}\n\nThough London is equally likely."
     # A box read with words that doubt it, or with other boxes, states more than its content.
-    return boxed[-1] if boxed[-1] in {box.content for box in boxes(reader_text(text))} else None
+    answer = boxed[-1].answer
+    return answer if answer in {box.content for box in boxes(reader_text(text))} else None
 
 
 def _block_answer(region: Region) -> str | None:
-    """The answer block's content, read in its place as `math_answer` reads a box: None when the
-    words around it negate, hedge or take it back ("Not <answer>Paris</answer>", "<answer>Paris
-    </answer> or London"). A block too long to be read as one answer is taken as it is."""
+    """The answer block's content, read in its place (`_block_stands`); None without a block."""
     if region.source != "answer_block" or region.text is None:
         return None
-    if not region.parts or not bare_answer(region.text):
-        return region.text
+    return region.text if _block_stands(region) else None
+
+
+def _block_stands(region: Region) -> bool:
+    """Whether an answer block's content stands as the answer when read in its place as
+    `math_answer` reads a box: not when the words around it negate, hedge or take it back ("Not
+    <answer>Paris</answer>", "<answer>Paris</answer> or London"). A region that is no answer
+    block, or a block too long to be one answer, stands as it is."""
+    if region.source != "answer_block" or region.text is None or not region.parts:
+        return True
+    if not bare_answer(region.text):
+        return True
     framed = region.framed(lambda block: f"\\boxed{{{block.strip()}}}")
-    return region.text if framed is not None and boxed_answer(framed) == region.text.strip() else None
+    return framed is not None and boxed_answer(framed) == region.text.strip()
 
 
 def last_line(text: str) -> str | None:

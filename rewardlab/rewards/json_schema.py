@@ -15,8 +15,10 @@ from referencing.exceptions import Unresolvable
 from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
 from rewardlab.rewards.fences import fenced_blocks
+from rewardlab.rewards.math.commitment import retraction
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
+from rewardlab.rewards.visible_text import without_comments
 
 _FENCED_JSON = re.compile(r"```json[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 # Validation messages quote the offending instance, which can be the whole document.
@@ -78,18 +80,23 @@ def _loads(text: str) -> Any:
 
 
 def _json_blocks(text: str) -> list[str]:
-    """The fenced blocks that hold the JSON, found as CommonMark finds them (a block nested in a
-    longer fence is that block's text, not a block): those marked ``json``; else unmarked ones
-    that parse as JSON; else, for a text with no closed fence at all, blocks whose closing
-    backticks end the last line rather than standing alone (a form models write)."""
-    fenced = fenced_blocks(text)
-    marked = [block.body for block in fenced if block.info.split()[:1] in (["json"], ["JSON"], ["Json"])]
-    if marked:
-        return marked
-    unmarked = [block.body for block in fenced if not block.info and _parses(block.body)]
-    if unmarked or fenced:
-        return unmarked
-    return _FENCED_JSON.findall(text)
+    """The fenced blocks that hold JSON, found as CommonMark finds them (a block nested in a
+    longer fence is that block's text, not a block; one inside an HTML comment is not seen): those
+    marked ``json``, and any other that holds a JSON object or array (a second output in a
+    ```` ```javascript ```` block is still a second output). A text with no closed fence at all
+    may close its block with backticks that end the last line (a form models write)."""
+    visible = without_comments(text) if "<!--" in text else text
+    fenced = fenced_blocks(visible)
+    found = [
+        block.body
+        for block in fenced
+        if block.info.split()[:1] in (["json"], ["JSON"], ["Json"]) or _holds_json(block.body)
+    ]
+    return found if found or fenced else _FENCED_JSON.findall(visible)
+
+
+def _holds_json(text: str) -> bool:
+    return text.lstrip()[:1] in ("{", "[") and _parses(text)
 
 
 def _parses(text: str) -> bool:
@@ -220,6 +227,11 @@ class JsonSchemaReward(RuleReward):
             return Score(0.0, reason=found[0], details={"extracted_from": None})
         text, extracted_from = found
         details: dict[str, Any] = {"extracted_from": extracted_from}
+        after = region.text[region.text.rfind("```") + 3 :] if extracted_from == "fenced" else ""
+        if (taken_back := retraction(after)) is not None:
+            # "```json ...```  Actually, that JSON is wrong": the completion disowns its output.
+            reason = f"the completion takes its output back ({taken_back!r})"
+            return Score(0.0, reason=reason, details=details)
         try:
             instance = _loads(text)
         except (ValueError, RecursionError) as error:

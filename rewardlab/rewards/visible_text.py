@@ -6,7 +6,11 @@ a low quotation mark drawn as a comma), ``sec\\u200bret`` (a zero-width space in
 ``sеcret`` (a Cyrillic е). A red-team review passed both IFEval checks with them. So before
 checking, `as_seen`:
 
-- drops characters no reader sees (zero-width spaces and joiners, bidirectional marks);
+- drops what no reader sees: characters (zero-width spaces and joiners, bidirectional marks),
+  HTML comments and HTML elements styled invisible (words hidden there pad no word count);
+- joins a word split by Markdown emphasis (``s**e**cret``), by HTML tags (``s<b></b>ecret``) or by
+  a hyphen at a line break, reads HTML entities (``s&#101;cret``), and drops link targets (a
+  keyword in ``[France](https://example.com/banana)`` is not seen);
 - folds compatibility forms (NFKC: the full-width ``，`` is a comma);
 - writes the characters drawn as a comma in other scripts (Arabic ``،``, the ideographic ``、``,
   the low quotation mark ``‚``, small and half-width commas) as ``,``;
@@ -24,13 +28,15 @@ the Latin alphabet that are drawn identically in common fonts.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 
-from rewardlab.rewards.math.text import without_invisible
+from rewardlab.rewards.math.text import without_hidden_html, without_invisible, without_link_targets
 
 _COMMA_LOOKALIKES = (
     "\u201a\u060c\u3001\ufe50\ufe51\uff64\u2e41\u1363\u07f8\ua60d\u055d\ua4f9\u066b\u060d\u00b8\u0326"
+    "\u2e32\u1802\u02cf\u1808\u2e34\ua6f5\u0313\u0315"
 )
 # Characters drawn as blank space: a word either side of one is two words.
 _BLANKS = "\u3164\uffa0\u115f\u1160\u2800"
@@ -46,10 +52,22 @@ _LOOKALIKES = {
     "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X", "І": "I", "Ј": "J",
     "Ѕ": "S", "ο": "o", "α": "a", "ι": "i", "ν": "v", "κ": "k", "ρ": "p", "υ": "u", "Α": "A",
     "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O",
-    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X",
+    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "ғ": "F",
 }  # fmt: skip
+#: Latin small capitals (phonetic letters) and look-alikes of capitals: drawn as capital letters,
+#: so read as capitals wherever they stand ("ʜᴇʟʟᴏ" is not lower case to a reader).
+_SMALL_CAPITALS = str.maketrans({
+    "ᴀ": "A", "ʙ": "B", "ᴄ": "C", "ᴅ": "D", "ᴇ": "E", "ꜰ": "F", "ɢ": "G", "ʜ": "H", "ɪ": "I", "ᴊ": "J",
+    "ᴋ": "K", "ʟ": "L", "ᴍ": "M", "ɴ": "N", "ᴏ": "O", "ᴘ": "P", "ʀ": "R", "ꜱ": "S", "ᴛ": "T", "ᴜ": "U",
+    "ᴠ": "V", "ᴡ": "W", "ʏ": "Y", "ᴢ": "Z",
+})  # fmt: skip
 _LATIN_LOOKALIKES = str.maketrans(_LOOKALIKES)
 _WORD = re.compile(r"\w+")
+# Markdown emphasis inside a word ("s**e**cret"): the reader sees one word.
+_INNER_EMPHASIS = re.compile(r"(?<=\w)(?:\*\*|__)(?=\w)")
+# HTML tags inside a word ("s<b></b>ecret"), and a word hyphenated across a line break ("sec-\nret").
+_INNER_TAGS = re.compile(r"(?<=\w)(?:<[^<>\s][^<>]{0,60}>)+(?=\w)")
+_BROKEN_WORD = re.compile(r"(?<=[^\W\d_])-\n(?=[^\W\d_])")
 
 
 def _latin_words(text: str) -> str:
@@ -69,9 +87,34 @@ def _latin_words(text: str) -> str:
     return _WORD.sub(folded, text)
 
 
+def without_comments(text: str) -> str:
+    """``text`` without its HTML comments, each found by two string searches (an unclosed one
+    hides nothing)."""
+    pieces, cursor = [], 0
+    while (start := text.find("<!--", cursor)) != -1:
+        end = text.find("-->", start + 4)
+        if end == -1:
+            break
+        pieces.append(text[cursor:start])
+        pieces.append(" ")
+        cursor = end + 3
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
 def as_seen(text: str) -> str:
     """``text`` as a reader sees it (see the module docstring)."""
+    if "&" in text:
+        text = html.unescape(text)
+    if "<" in text:
+        text = _INNER_TAGS.sub("", without_hidden_html(without_comments(text)))
+    if "](" in text:
+        text = without_link_targets(text)
+    if "**" in text or "__" in text:
+        text = _INNER_EMPHASIS.sub("", text)
+    if "-\n" in text:
+        text = _BROKEN_WORD.sub("", text)
     if text.isascii():
         return text
-    text = unicodedata.normalize("NFKC", without_invisible(text.translate(_SEEN)))
+    text = unicodedata.normalize("NFKC", without_invisible(text.translate(_SEEN))).translate(_SMALL_CAPITALS)
     return _latin_words(text)

@@ -141,13 +141,20 @@ def test_regex_config_errors():
         rewardlab.build({"type": "regex_match", "pattern": "[a-"})
 
 
-def test_regex_refuses_overlong_completion():
+def test_regex_does_not_match_an_overlong_completion():
     reward = RegexMatchReward("a", max_chars=10)
     long_one, short_one = Sample(completion="a" * 11, id="r1"), Sample(completion="a" * 10)
     over, within = reward.score([long_one, short_one])
-    assert over.status is Status.INVALID_INPUT and over.value is None
-    assert "sample 'r1'" in over.reason and "completion" in over.reason and "max_chars=10" in over.reason
+    # The model wrote it: 0, not a failure status that would drop the sample from training.
+    assert over.status is Status.OK and over.value == 0.0 and "max_chars=10" in over.reason
     assert within.value == 1.0
+
+
+def test_regex_reads_an_answer_block_in_its_place():
+    reward = RegexMatchReward(r"^\s*10\s*$", mode="search")
+    negated = Sample(completion="It is not <answer>10</answer>; it is 7.")
+    negated, plain = reward.score([negated, Sample(completion="So: <answer>10</answer>")])
+    assert (negated.value, plain.value) == (0.0, 1.0)
 
 
 def test_build_regex_match_with_chat_completion():

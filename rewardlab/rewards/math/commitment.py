@@ -64,7 +64,9 @@ _DISOWNED_AFTER = frozenset(
     {
         "typo", "retracted", "retract", "wrongly", "incorrectly", "mistakenly", "erroneously",
         "confidence", "unverified", "unconfirmed", "tentative", "tentatively", "doubtful",
-        "questionable", "disproved", "refuted", "guessed", "hypothetically",
+        "questionable", "disproved", "refuted", "guessed", "hypothetically", "speculative", "speculatively",
+        "skeptical", "allegedly", "misprint",
+        "conjecture", "conjectured", "unproven",
     }
 )  # fmt: skip
 MEANING_WORDS = NEGATIONS | HEDGES | COMPARISONS | _MODIFIERS | _DISOWNED_AFTER | {"error", "mistake"}
@@ -78,6 +80,8 @@ _BOUNDING = re.compile(
     re.IGNORECASE,
 )
 _OR_REACH = 4
+#: After a value, a contrast that brings in another number: "10, but I get 7", "10, though 7 fits too".
+_BUT_ANOTHER = re.compile(r"\b(?:but|though|although|however|yet)\b[^.;\n]{0,80}?(?:[#\d])", re.IGNORECASE)
 #: A predicate that judges a value rather than describing what is counted.
 _JUDGED = re.compile(
     r"\b(?:answers?|solutions?|results?|values?|correct|right|true|valid|possible|it|so|case)\b",
@@ -118,7 +122,8 @@ _CONDITION = re.compile(
 _RETRACTION = re.compile(
     r"\b(?:i|we)\s+(?:(?:must|might|may|probably|could)\s+)?(?:have\s+|'ve\s+)?made\s+(?!no\b|not\b)"
     r"(?:(?!no\b)\w+\s+){0,3}?(?:mistakes?|errors?|miscalculations?|typos?)"
-    r"|\b(?:that|this|it|my\s+(?:previous\s+)?answer|the\s+(?:above\s+)?answer|the\s+above|the\s+box)"
+    r"|\b(?:(?:that|this)(?:\s+(?:json|answer|result|output|value|one|box))?|it|my\s+(?:previous\s+)?answer"
+    r"|the\s+(?:above\s+)?answer|the\s+above|the\s+box)"
     r"(?:['’]s|\s+is|\s+was|\s+seems|\s+looks|\s+(?:must|might|may|could)\s+be)\s+(?:\w+\s+)?"
     r"(?:wrong|incorrect|off|a\s+mistake|an\s+error|not\s+(?:right|correct))"
     r"|\b(?:that|this|it)\s+(?:can(?:not|['’]t)|could(?:\s+not|n['’]t)|is(?:\s+not|n['’]t)|does(?:\s+not|n['’]t)\s+"
@@ -127,10 +132,13 @@ _RETRACTION = re.compile(
     r"|\b(?:disregard|ignore)\s+(?:the\s+(?:above|box|boxed|answer|result|previous|last|first)|that\b|this\b"
     r"|my\b|what\s+i|everything|all\s+(?:of\s+)?(?:the\s+)?above|it\b)"
     r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,?\s+wait\b|\bwait,?\s+(?:no\b|that(?:['’]s|\s+is|\s+was)?\s+(?:not|wrong|incorrect)\b)|\bcorrection\s*:"
-    r"|\b(?:no|low|little)\s+confidence\b|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)\b"
+    r"|\b(?:no|low|little)\s+confidence\b|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)\b|\bno\s+idea\b"
+    r"|\b(?:i|we)\s+(?:\w+\s+)?(?:disagree|doubt\s+(?:it|this|that))\b|\b(?:can(?:not|['’]t)|could(?:\s+not|n['’]t))"
+    r"\s+rule\s+out\b|\bmisprint\b|\breservations\b|\bskeptical\b|\ballegedly\b"
     r"|\bon\s+second\s+thought\b|\bjust\s+kidding\b|\bnever\s*mind\b|\boops\b|\bmy\s+(?:bad|mistake)\b"
     r"|\b(?:refuted|disproved|debunked|retracted?)\b|\blet\s+me\s+(?:re-?do|try\s+again|start\s+over|correct)\b"
-    r"|\b(?:is|are)\s+also\s+(?:correct|right|valid|true|possible|an?\s+answers?)\b",
+    r"|\b(?:is|are)\s+also\s+(?:correct|right|valid|true|possible|defensible|acceptable|plausible|reasonable"
+    r"|an?\s+answers?)\b",
     re.IGNORECASE,
 )
 #: Words before an answer, in its clause, that disown what follows ("I doubt the answer is 5",
@@ -287,6 +295,7 @@ def doubted(masked: str, value_at: int | None) -> bool:
         # "5 or 6", "5 or more"; not "a 1/3 chance of rolling a 3 or a 5"
         or "or" in after_words[:_OR_REACH]
         or bool(TAKEN_BACK_AFTER.search(_VALUE_TOKEN.sub("", after, count=1)))
+        or bool(_BUT_ANOTHER.search(_VALUE_TOKEN.sub("", after, count=1)))
         or bool(_BOUNDING.search(after))
     )
 

@@ -40,7 +40,6 @@ from dataclasses import dataclass, replace
 from rewardlab.rewards.fences import inside
 from rewardlab.rewards.math.box_context import operand_of_expression, struck_spans
 from rewardlab.rewards.math.commitment import (
-    CLAUSE_VERB,
     MAX_SENTENCE_CHARS,
     TAKEN_BACK_AFTER,
     Reading,
@@ -81,7 +80,13 @@ _SENTENCE_END = re.compile(r"(?<=[^\s.])\.(?:\s+(?=[A-Z])|\s*$)|\n|\?")
 _SENTENCE_BREAK = re.compile(r"(?<=[A-Za-z)])[.?!]\s")
 # "add up to", "comes to": a total, not a bound ("up to 5").
 _SUMS_TO = re.compile(r"\b(?:adds?|added|adding|sums?|summed|comes?|came|amounts?)(?:\s+up)?\s+to\b", re.I)
-_QUESTION = re.compile(r"[\s$)\\]*\?")
+# A hedge written in mathematics right after a box: "$\\boxed{10} \\quad (\\text{or } 7)$".
+_TEXT_HEDGE = re.compile(
+    r"(?:\s|\\[,;: ]|\\q?quad|[($])*\\(?:text|textrm|mathrm)\s*\{\s*"
+    r"(?:or|and/or|maybe|possibly|perhaps|probably)\b"
+)
+#: A question mark this close after a box makes it a question: "\\boxed{10}?", "\\boxed{10} (?)".
+_QUESTION_REACH = 12
 # Right before a box: "it is not \\boxed{5}", "cannot be \\boxed{5}", "the wrong answer is \\boxed{5}";
 # not "the ways that are not adjacent is \\boxed{12}".
 _NEGATED_BEFORE = re.compile(
@@ -100,8 +105,8 @@ _ANSWER_WORD = re.compile(
 )
 # "Ans: 7", "Result: 7", "Answer (alt): 7": a label that names an answer; not "Note: ...".
 _LABEL = re.compile(
-    r"^[^\d:\n]{0,30}\b(?:answers?|ans|results?|final|total|solution|correction|respuesta|r[ée]ponse|antwort"
-    r"|ответ)\b[^\d:\n]{0,20}:\s*\S",
+    r"^[^\d:\n]{0,30}\b(?:answers?|ans|results?|final|total|solution|correction|options?|candidates?|alt"
+    r"|alternatives?|respuesta|r[ée]ponse|antwort|ответ)\b[^\d:\n]{0,20}:\s*\S",
     re.IGNORECASE,
 )
 _OPTION_LETTER = re.compile(r"\(?[A-E]\)?")
@@ -122,7 +127,26 @@ _HEDGING = re.compile(
     r"|alternatively|otherwise|if|unless|or)\b",
     re.IGNORECASE,
 )
-MAX_LINES_AFTER = 8
+#: A word answer restated after a box is at most this many words (`string_match`).
+MAX_WORD_VALUE = 4
+_ALSO = re.compile(r"\b(?:too|also|as\s+well|equally|instead|rather)\b", re.IGNORECASE)
+_CONTRAST = re.compile(r"\b(?:not|rather\s+than|instead\s+of)\b", re.IGNORECASE)
+# Words that open a line without saying anything of their own: "So", "Thus", "Wait,", "Hmm".
+_LEADING_FILLER = re.compile(
+    r"^(?:\W*\b(?:so|thus|therefore|hence|then|finally|overall|altogether|actually|wait|hmm+|sorry|oops|ok|okay"
+    r"|well|no|nope|correction)\b[\s,:;.!-]*)+",
+    re.IGNORECASE,
+)
+_INTERJECTION = re.compile(
+    r"^\W*(?:wait|hmm+|sorry|oops|no|nope|actually|correction|hold\s+on|on\s+second\s+thought|edit|update"
+    r"|erratum|errata|revised|revision|option|candidate|alternative|alt)\b|\\cancel\s*\{",
+    re.IGNORECASE,
+)
+# The quantity a question asks for, named in a restating line: "So the total is 7".
+_ASKED_FOR = re.compile(
+    r"\b(?:total|count|sum|amount|final|value|number)\b(?:\s+\w+){0,3}?\s*(?:is|was|are|=|equals|comes\s+to)(?!\w)",
+    re.IGNORECASE,
+)
 #: The end of the sentence a statement is in: the sentences after it are read on their own.
 _AFTER_SENTENCE = re.compile(r"[.!?;](?:\s+|$)|\n")
 MAX_CONCLUSION_LINE = 300
@@ -251,18 +275,29 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
                 f"the boxed answer is negated or called wrong: {(raw_lead + '...' + trail)[-80:]!r}"
             )
             continue
-        if conditional(lead) or _QUESTION.match(text, group[-1].end):
-            continue  # a hypothesis, an example or a question states no answer
+        if _asked(text, group[-1].end):
+            refusals.append(f"the boxed answer is asked, not stated: {(raw_lead + '...' + trail)[-80:]!r}")
+            continue
+        if conditional(lead):
+            continue  # a hypothesis or an example states no answer
         answer = ", ".join(contents)
         # The box's own math delimiter ("$" before "\\boxed") is masked as "#": not a word before it.
         spoken = _SUMS_TO.sub(" is ", lead.rstrip("# "))
         if doubted(spoken + " #", len(spoken) + 1):
             answer = f"{' '.join(words(lead)[-3:])} {answer}"
-        if doubted("# " + masked_trail, 0):
+        if doubted("# " + masked_trail, 0) or _TEXT_HEDGE.match(text, group[-1].end):
             # "\\boxed{5} or more": the words go with the value, which then reads as the hedge it is.
             answer = f"{answer} {trail.strip()}"
         statements.append(Statement(answer, "boxed", answer, group[0].start, group[-1].end))
     return statements, refusals
+
+
+def _asked(text: str, end: int) -> bool:
+    """Whether a question mark follows a box closely, within its sentence: "\\boxed{10}?",
+    "\\boxed{10} (?)", "\\boxed{10} (7?)"."""
+    window = text[end : end + _QUESTION_REACH].split("\n", 1)[0]
+    mark = window.find("?")
+    return mark != -1 and not re.search(r"[.!]\s", window[:mark])
 
 
 def _phrase_statements(
@@ -352,29 +387,43 @@ def _final_line_statement(text: str, givens: frozenset[str]) -> tuple[Statement 
 
 
 def _line_statement(
-    text: str, position: int, line: str, givens: frozenset[str], *, after_statement: bool = False
+    text: str,
+    position: int,
+    line: str,
+    givens: frozenset[str],
+    *,
+    after_statement: bool = False,
+    final: bool = True,
+    word_values: bool = False,
 ) -> tuple[Statement | None, str | None]:
     """What the line at ``position`` states, or why it states nothing.
 
     A line that concludes ("So the result is 11.") states the value of its conclusion; another
     line, when it is short or mathematics, states the value it reads as. ``after_statement``: the
     line follows an explicit statement, and is read only when it restates a value the way an
-    answer is restated ("Wait, 7.", "Ans: 7", "7 is the answer.", "$$x = 7$$", "D"), with no
-    other number in it ("We check: 10 + 5 = 15." is working, not an answer).
+    answer is restated (`_restates`; ``final``: it is the last line, ``word_values``: a word is a
+    value, as for `string_match`).
     """
     conclusions = list(_CONCLUSION.finditer(line))
     if after_statement:
         conclusions = sorted([*conclusions, *_REVISION.finditer(line)], key=lambda match: match.end())
+        # Read after the last such word that a value follows ("Hmm, I think it's 7 instead.").
+        conclusions = [match for match in conclusions if _VALUED.search(line, match.end())]
+    said = line
     if conclusions and len(line) <= MAX_CONCLUSION_LINE:
-        reading = read_sentence(line[conclusions[-1].end() :])
+        said = line[conclusions[-1].end() :]
+        reading = read_sentence(said)
     elif len(line) <= (MAX_CONCLUSION_LINE if math_spans(line) else MAX_FINAL_LINE):
         reading = read_sentence(line)
-        if after_statement:
-            if reading.answer is None or not _restates(line, reading.answer):
-                return None, None
-            reading = Reading(_restated_value(line, reading.answer))
     else:
         return None, None
+    if after_statement:
+        restates = reading.answer is not None and _restates(
+            line, said, reading.answer, final=final, word_values=word_values
+        )
+        if not restates or reading.answer is None:
+            return None, None
+        reading = Reading(_restated_value(line, reading.answer))
     if reading.answer is None or _is_prose(reading.answer):
         return None, reading.refusal
     concluded_at = position + (conclusions[-1].start() if conclusions else 0)
@@ -387,8 +436,9 @@ def _line_statement(
 
 
 def _restated_value(line: str, answer: str) -> str:
-    """The value a restating line gives: after its label ("Ans: 7"), or its one number among
-    words ("Wait, 7.", "final answer 7"); a doubted one stays whole, a hedge."""
+    """The value a restating line gives: after its label ("Ans: 7"), its one number among words
+    ("Wait, 7.", "final answer 7"), or its words after an interjection ("Wait, London."); a
+    doubted one stays whole, a hedge."""
     masked = mask_math(answer)
     if doubted(masked, None):
         return answer
@@ -396,26 +446,39 @@ def _restated_value(line: str, answer: str) -> str:
     if label is not None:
         return read_predicate(line[line.index(":") + 1 :]).answer or answer
     numbers = _NUMBER.findall(masked)
-    return numbers[0] if len(numbers) == 1 and not math_spans(answer) else answer
+    if len(numbers) == 1 and not math_spans(answer):
+        return numbers[0]
+    return _LEADING_FILLER.sub("", answer).strip(" .!,;:") or answer
 
 
-def _restates(line: str, answer: str) -> bool:
-    """Whether a line after an answer restates one: it holds a value (a number, mathematics or
-    an option letter) and no other number, and says so as answers are said - with an answer
-    word, a verb ("it's 7"), a label ("Result: 7"), as mathematics alone, or with at most one
-    word besides ("Wait, 7.")."""
+def _restates(line: str, said: str, answer: str, *, final: bool, word_values: bool) -> bool:
+    """Whether a line after an answer restates one, rather than describing something else ("So
+    Janet sells 9 eggs a day.", "His sister is 7.", "This is approximately 3.46."). It must hold a
+    value and no other number, and say it as an answer is said: naming the answer or the
+    quantity asked for ("The right answer is 7", "So the total is 7", "Result: 7"), revising or
+    interjecting ("Wait, 7.", "However, ... the true count must be 7"), offering it with doubt
+    ("I'd go with 7 though"), or - on the last line - as a bare value ("7.", "$$x = 7$$", "So
+    x = 7.", "D"). ``said`` is the part of the line read for the value (after its conclusion
+    word); a number after a contrast there ("7 rather than 10") is the one given up."""
     stripped = line.strip().rstrip(".!").strip()
     spans = math_spans(stripped)
     whole_math = len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(stripped)
-    valued = whole_math or bool(_VALUED.search(answer) or _OPTION_LETTER.fullmatch(answer.strip()))
-    if not valued or sorted(_NUMBER.findall(line)) != sorted(_NUMBER.findall(answer)):
+    short_words = word_values and len(answer.split()) <= MAX_WORD_VALUE
+    option = _OPTION_LETTER.fullmatch(answer.strip())
+    valued = whole_math or short_words or bool(_VALUED.search(answer) or option)
+    contrast = _CONTRAST.search(said)
+    said = said[: contrast.start()] if contrast else said
+    if not valued or sorted(_NUMBER.findall(said)) != sorted(_NUMBER.findall(answer)):
         return False
     masked = mask_math(stripped)
+    rest = _LEADING_FILLER.sub("", masked)
+    if word_values:
+        rest = rest.replace(_LEADING_FILLER.sub("", answer).strip(" .!,;:"), " ")
+    bare = not any(len(word) > 1 for word in words(_NUMBER.sub(" ", rest)))
     return (
-        whole_math
-        or bool(_ANSWER_WORD.search(line) or CLAUSE_VERB.search(masked) or _LABEL.match(masked))
-        or bool(_HEDGING.search(masked))
-        or len(words(_NUMBER.sub(" ", masked))) <= 1
+        (bare and final)
+        or bool(_ANSWER_WORD.search(masked) or _LABEL.match(masked) or _ASKED_FOR.search(masked))
+        or bool(_REVISION.search(masked) or _INTERJECTION.match(masked) or _HEDGING.search(masked))
     )
 
 
@@ -447,6 +510,19 @@ def bare_answer(content: str) -> bool:
     if box_count(stripped) or _PHRASE.search(stripped) or _HASHES.search(stripped):
         return False
     return stripped.count("{") == stripped.count("}")
+
+
+def offers_another(text: str) -> bool:
+    """Whether a line of ``text`` (what follows an answer) offers another answer in words: with
+    doubt, an interjection or a revision ("Though London is equally likely.", "Hmm, London, I
+    think.", "London works too."). For answers in words, where no value can be compared."""
+    for line in text[-TAIL_WINDOW:].split("\n"):
+        said = mask_math(line.strip())
+        if not said or _SIGN_OFF.match(said):
+            continue
+        if _HEDGING.search(said) or _INTERJECTION.match(said) or _REVISION.search(said) or _ALSO.search(said):
+            return True
+    return False
 
 
 def concluding_statement(text: str, question: str = "") -> Statement | None:
@@ -496,9 +572,11 @@ def extract_answer(
     use_phrases: bool = True,
     use_final_line: bool = True,
     last_number_fallback: bool = False,
+    word_values: bool = False,
 ) -> Extraction:
     """The answers ``text`` commits to (see the module docstring); ``question`` is the prompt,
-    whose numbers tell a conclusion's result from the givens it repeats."""
+    whose numbers tell a conclusion's result from the givens it repeats; ``word_values``: a word
+    restated after the answer is a value ("\\boxed{Paris}. Wait, London."), for answers in words."""
     text = reader_text(text)
     givens = _givens(question)
     if box_count(text) > MAX_MARKERS or text.count("####") > MAX_MARKERS:
@@ -537,7 +615,7 @@ def extract_answer(
     if len(statements) > MAX_STATEMENTS:
         return Extraction(refusal=f"more than {MAX_STATEMENTS} answer statements: no single answer")
     if statements:
-        return _committed(text, statements, givens, use_final_line=use_final_line)
+        return _committed(text, statements, givens, use_final_line=use_final_line, word_values=word_values)
     if refusals:
         # Every explicit statement was negated or called wrong: the final line, which may hold
         # one of them, is not read again as a fresh answer.
@@ -554,7 +632,7 @@ def extract_answer(
 
 
 def _committed(
-    text: str, statements: list[Statement], givens: frozenset[str], *, use_final_line: bool
+    text: str, statements: list[Statement], givens: frozenset[str], *, use_final_line: bool, word_values: bool
 ) -> Extraction:
     """The explicit statements, unless what follows the last one takes it back or goes on to
     another: a retraction, "or D" right after it, or a concluding final line ("So the result
@@ -569,7 +647,8 @@ def _committed(
         return Extraction(refusal=f"the completion takes its answer back ({taken_back!r})")
     if use_final_line:
         lead_in = _lead_in(text, last, givens)
-        statements = [*([lead_in] if lead_in else []), *statements, *_restatements(text, last, givens)]
+        restated = _restatements(text, last, givens, word_values=word_values)
+        statements = [*([lead_in] if lead_in else []), *statements, *restated]
     return Extraction(tuple(statements))
 
 
@@ -585,20 +664,28 @@ def _lead_in(text: str, last: Statement, givens: frozenset[str]) -> Statement | 
     if line in ("\\[", "$$"):  # the box opens a display: the line before the display leads in
         before = before[: before.rfind("\n")].rstrip()
         line = before[before.rfind("\n") + 1 :].strip()
-    if not line or not _CONCLUSION.search(line) or line.endswith(":"):
+    if not line or line.endswith(":"):
+        return None
+    said = mask_math(line)
+    leads = _CONCLUSION.search(line) or _INTERJECTION.match(line)
+    if not (leads or _HEDGING.search(said) or _LABEL.match(said)):
         return None
     statement, _ = _line_statement(text, text.rfind(line, 0, line_start), line, givens)
-    if statement is None or _several_in_prose(statement.answer):
-        return None
-    return replace(statement, method="lead_in")
+    if statement is None or (
+        _several_in_prose(statement.answer) and not doubted(mask_math(statement.answer), None)
+    ):
+        return None  # "So Tom has 4 apples and Ana has 6." describes; "Honestly, 7 or 10." hedges
+    return replace(statement, answer=_restated_value(line, statement.answer), method="lead_in")
 
 
-def _restatements(text: str, last: Statement, givens: frozenset[str]) -> list[Statement]:
+def _restatements(
+    text: str, last: Statement, givens: frozenset[str], *, word_values: bool = False
+) -> list[Statement]:
     """The lines after the last statement that state a value of their own (see
-    `_line_statement`): up to `MAX_LINES_AFTER` lines, the sentences after the statement's own on
-    its line included ("\\boxed{10}. Wait, 7."). Each counts as one more statement (a hedged one
-    makes the completion a hedge); a line with several numbers that is not a conclusion's
-    restated result does not count."""
+    `_line_statement`) in the text's last `TAIL_WINDOW` characters, the sentences after the
+    statement's own on its line included ("\\boxed{10}. Wait, 7."). Each counts as one more
+    statement (a hedged one makes the completion a hedge); a line with several numbers that is not
+    a conclusion's restated result does not count."""
     start = max(last.end, len(text) - TAIL_WINDOW)
     lines: list[tuple[int, str]] = []
     position = start
@@ -610,12 +697,16 @@ def _restatements(text: str, last: Statement, givens: frozenset[str]) -> list[St
         boundary = _AFTER_SENTENCE.search(lines[0][1])
         lines[0] = (lines[0][0] + boundary.end(), lines[0][1][boundary.end() :]) if boundary else (0, "")
     found = []
-    for line_start, piece in lines[-MAX_LINES_AFTER:]:
+    said = [i for i, (_, piece) in enumerate(lines) if piece.strip() and not _SIGN_OFF.match(piece.strip())]
+    last_line = said[-1] if said else -1
+    for index, (line_start, piece) in enumerate(lines):
         line = piece.strip()
         if not line or _SIGN_OFF.match(line):
             continue
         at = line_start + piece.index(line[0])
-        statement, _ = _line_statement(text, at, line, givens, after_statement=True)
+        statement, _ = _line_statement(
+            text, at, line, givens, after_statement=True, final=index == last_line, word_values=word_values
+        )
         if statement is not None and not _several_in_prose(statement.answer):
             found.append(replace(statement, method="restated"))
     return found

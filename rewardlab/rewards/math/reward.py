@@ -70,6 +70,10 @@ _INCOMPLETE_END = re.compile(
 )
 _DOTS = re.compile(r"\\[lcv]?dots(?![a-zA-Z])|\.\.\.")
 _PLAIN_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+# A number, or a letter set to one: "7", "x = 7".
+_PLAIN_VALUE = re.compile(r"(?:[a-zA-Z]\s*=\s*)?-?\d[\d,]*(?:\.\d+)?")
+_OR = re.compile(r"\bor\b|\\lor(?![a-zA-Z])|\\vee(?![a-zA-Z])")
+_EQUIVALENTLY = re.compile(r"^(?:equivalently|in\s+other\s+words|that\s+is|i\.e\.)[\s,:]*", re.IGNORECASE)
 #: Statements read from a line rather than from an explicit answer marker.
 _LINE_METHODS = frozenset({"final_line", "final_math", "restated"})
 
@@ -147,6 +151,25 @@ def _needs_a_number(gold: Answer | _Unparsed, predicted: Answer | _Unparsed) -> 
     return not (isinstance(gold, Scalar) and gold.degrees and radians)
 
 
+def _same_value_twice(gold: str, prediction: str) -> bool:
+    """Whether "a or b" gives one value in two forms ("\\frac12, or 50%", "2 hours, or 120
+    minutes", "10, or equivalently \\binom{5}{2}"): the first answers ``gold`` and every other one
+    equals it in value. "5 or 6" and "5 or more" offer two values, or none."""
+    parts = [part.strip(" ,;$") for part in _OR.split(prediction)]
+    if len(parts) < 2 or not all(parts) or fast_verdict(gold, parts[0])[0] is not True:
+        return False
+    first = _parsed(parts[0], False, normalize(parts[0]))
+    for part in parts[1:]:
+        other = _parsed(_EQUIVALENTLY.sub("", part), False, normalize(_EQUIVALENTLY.sub("", part)))
+        if (
+            isinstance(first, _Unparsed)
+            or isinstance(other, _Unparsed)
+            or answers_equal(first, other) is not True
+        ):
+            return False
+    return True
+
+
 def incomplete(cleaned: Normalized) -> str | None:
     """Why an answer is not a complete expression (unbalanced brackets, a dangling operator or
     relation, a trailing ellipsis), or None."""
@@ -191,6 +214,8 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
         reason = incomplete(cleaned)
         return (False, reason) if reason is not None else (None, None)
     verdict = answers_equal(gold_answer, predicted)
+    if isinstance(predicted, Hedged) and not verdict and _same_value_twice(gold, prediction):
+        return True, None  # "\\frac12, or 50%": one value, written two ways
     if isinstance(predicted, Hedged) and not verdict:
         return False, "the answer hedges between several values, or contradicts itself"
     return verdict, None
@@ -210,9 +235,14 @@ def _graded(statements: Sequence[Statement], choice: bool) -> list[Statement]:
     """The distinct statements to grade. For a multiple-choice reference, an option is read from
     the sentence of an explicit statement ("Answer: (B) 42") but from the value of a final line
     (its sentence is the whole line), and a line restating a value after the answer counts only
-    when it names an option ("Answer: B. The value is 42." answers B; "Answer: B.\n\nD" does not)."""
+    when it names an option ("Answer: B. The value is 42." answers B; "Answer: B.\n\nD" does not).
+    A conclusion leading in to a box counts only as a plain number: a computation there is the
+    working the box evaluates."""
     graded = []
     for statement in dict.fromkeys(statements):
+        plain = _PLAIN_VALUE.fullmatch(statement.answer.strip())
+        if statement.method == "lead_in" and not plain and not _OR.search(statement.answer):
+            continue  # "the number of ways is \\binom{5}{2}" before \\boxed{10}: working, not a rival
         if not choice or statement.method not in _LINE_METHODS:
             graded.append(statement)
         elif statement.method != "restated" or is_choice_letter(normalize(statement.answer).text):

@@ -12,7 +12,8 @@ text hide an answer either. So:
   as prose is dropped as code; an unclosed fence hides nothing;
 - struck-out text (``~~10~~``, ``<s>``, ``<del>``, ``<strike>``) is read as struck out
   (``\\cancel{10}``), never as the value;
-- text that renders invisible (``\\phantom{...}``, white text) is dropped: the reader sees what is
+- text that renders invisible (``\\phantom{...}``, white text, an HTML element styled invisible) is
+  dropped: the reader sees what is
   around it, and so is the target and title of a Markdown link (only of a well-formed one:
   ``[note](Actually it is 7)`` renders as written); text a renderer may or may not hide (HTML
   comments, ``%`` lines) is kept: an answer stated there is still a statement, which can only
@@ -45,6 +46,16 @@ _INVISIBLE_GROUP = re.compile(
 )
 # A well-formed Markdown link: its target (no spaces, or in angle brackets) and optional title
 # are not text a reader reads; "[note](Actually it is 7)" is no link and renders as written.
+# An HTML element drawn invisible (white text, display:none, visibility:hidden, zero font size,
+# the hidden attribute): what is inside it renders as nothing.
+HIDDEN_HTML = re.compile(
+    r"<(span|div|p|font|b|i|em|strong|small|sup|sub)\b([^<>]{0,300})>([^<>]{0,2000})</\1\s*>", re.IGNORECASE
+)
+_HIDING = re.compile(
+    r"color\s*[:=]\s*[\"']?\s*(?:white|#f{3}(?:f{3})?\b|rgba?\(\s*255\s*,\s*255\s*,\s*255)|display\s*:\s*none"
+    r"|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9])|\bhidden\b",
+    re.IGNORECASE,
+)
 _LINK = re.compile(
     r"(\[[^\[\]\n]{0,500}\])\(\s*(?:<[^<>\n]{0,500}>|[^\s()<>]{0,500})"
     r"(?:\s+(?:\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|\([^()\n]{0,200}\)))?\s*\)"
@@ -150,6 +161,16 @@ def _without_inline_code(text: str) -> str:
     return "".join(pieces)
 
 
+def without_hidden_html(text: str) -> str:
+    """``text`` without the HTML elements that render invisible (see `HIDDEN_HTML`)."""
+    return HIDDEN_HTML.sub(lambda m: "" if _HIDING.search(m.group(2)) else m.group(), text)
+
+
+def without_link_targets(text: str) -> str:
+    """``text`` with each well-formed Markdown link reduced to its text (see `_LINK`)."""
+    return _LINK.sub(r"\1", text)
+
+
 def _struck(match: re.Match[str]) -> str:
     return "\\cancel{" + (match.group(1) if match.group(1) is not None else match.group(3)) + "}"
 
@@ -164,9 +185,11 @@ def reader_text(text: str) -> str:
     if "`" in text:
         text = _without_inline_code(text)
     if "](" in text:
-        text = _LINK.sub(r"\1", text)
+        text = without_link_targets(text)
     if "phantom" in text or "white" in text:
         text = _without_invisible_groups(text)
+    if "</" in text:
+        text = without_hidden_html(text)
     if "~~" in text or "</" in text:
         text = _STRUCK.sub(_struck, text)
     return text

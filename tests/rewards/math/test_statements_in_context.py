@@ -212,6 +212,13 @@ def test_a_value_said_next_to_the_answer_is_one_more_statement(completion):
         "He can buy a maximum of $\\boxed{10}$ books.",
         "So the answer is 10 because she has 4 + 6 = 10 marbles.",
         "The answer is $\\boxed{10}$ either way.",
+        "The answer is $\\boxed{10}$.\n\nSo Janet sells 9 eggs a day.",
+        "The answer is $\\boxed{10}$.\n\nHis sister is 7.",
+        "$\\boxed{10}$\n\nThis minimum is attained at $x = 3$.",
+        "$\\boxed{10}$, or 1000%.",
+        "The number of ways is $\\boxed{10}$, or equivalently $\\binom{5}{2}$.",
+        "Therefore, the number of ways is $\\binom{5}{2}$.\n\n$$\\boxed{10}$$",
+        "The answer is 10.\n\nNote: The question gives 17 total.",
     ],
 )
 def test_ordinary_words_around_an_answer_leave_it_alone(reward, completion):
