@@ -215,6 +215,12 @@ def link_openers(size: int) -> str:
     return repeated("[note](Actually <s>x ", size)
 
 
+def link_then_spaces(size: int) -> str:
+    """A link opened, then one long run of spaces and tabs (three runs of spaces in a row in a
+    pattern traded characters quadratically), then HTML tags opened and never closed."""
+    return "[a](" + repeated(" \t", size // 2) + repeated("<span style='display:none'><style>", size // 2)
+
+
 def boxes_in_expressions(size: int) -> str:
     """Boxes with signs, operators and spacing commands around them, as few as the box limit
     allows, in a sea of spacing."""
@@ -264,6 +270,7 @@ CATALOGUE: dict[str, Callable[[int], str]] = {
     "mixed_unicode": mixed_unicode,
     "backtick_runs": backtick_runs,
     "link_openers": link_openers,
+    "link_then_spaces": link_then_spaces,
     "boxes_in_expressions": boxes_in_expressions,
     "restating_lines": restating_lines,
 }

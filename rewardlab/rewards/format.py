@@ -332,7 +332,7 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 def _strip_surrounding_punctuation(text: str) -> str:
     # Unicode category P* covers ASCII punctuation, curly quotes, guillemets and brackets alike. A
-    # question mark at the end stays: "Paris?" asks, it does not answer.
+    # question mark at the end stays, in any script: "Paris?" asks, it does not answer.
     start, end = 0, len(text)
     while start < end and (text[start].isspace() or unicodedata.category(text[start]).startswith("P")):
         start += 1
@@ -342,7 +342,13 @@ def _strip_surrounding_punctuation(text: str) -> str:
 
 
 def _surrounding(char: str) -> bool:
-    return unicodedata.category(char).startswith("P") and char not in "?？"
+    return unicodedata.category(char).startswith("P") and not _asks(char)
+
+
+def _asks(char: str) -> bool:
+    """A question mark in any script ("?", "？", "‽", "؟", "⸮"): kept, since "Paris?" asks."""
+    name = unicodedata.name(char, "")
+    return "QUESTION" in name or "INTERROBANG" in name
 
 
 def normalize_answer(text: str) -> str:

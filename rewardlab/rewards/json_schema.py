@@ -15,10 +15,10 @@ from referencing.exceptions import Unresolvable
 from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
 from rewardlab.rewards.fences import fenced_blocks
+from rewardlab.rewards.markup import without_comments, without_hidden_html, without_unrendered
 from rewardlab.rewards.math.commitment import retraction
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
-from rewardlab.rewards.visible_text import without_comments
 
 _FENCED_JSON = re.compile(r"```json[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 # Validation messages quote the offending instance, which can be the whole document.
@@ -64,6 +64,22 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
+#: The words right before an output block that introduce it.
+_LEAD_IN_CHARS = 200
+_DISOWNS_OUTPUT = re.compile(
+    r"\b(?:wrong|incorrect|invalid|do\s+not\s+use|don['’]t\s+use|placeholder|template|dummy|made[- ]up|fake"
+    r"|not\s+(?:my|the|a)\s+(?:real\s+|actual\s+|final\s+)?(?:answer|output|result))\b",
+    re.IGNORECASE,
+)
+
+
+def _disowning(text: str) -> str | None:
+    """The words that disown an output around it ("The following JSON is wrong; do not use it:",
+    "The above is only a placeholder template."), if any."""
+    found = _DISOWNS_OUTPUT.search(text)
+    return found.group() if found else None
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     # Python's json keeps the last of two equal keys; another reader keeps the first. An object
     # whose meaning depends on the reader is not the JSON asked for.
@@ -85,7 +101,7 @@ def _json_blocks(text: str) -> list[str]:
     marked ``json``, and any other that holds a JSON object or array (a second output in a
     ```` ```javascript ```` block is still a second output). A text with no closed fence at all
     may close its block with backticks that end the last line (a form models write)."""
-    visible = without_comments(text) if "<!--" in text else text
+    visible = without_hidden_html(without_unrendered(without_comments(text))) if "<" in text else text
     fenced = fenced_blocks(visible)
     found = [
         block.body
@@ -228,7 +244,9 @@ class JsonSchemaReward(RuleReward):
         text, extracted_from = found
         details: dict[str, Any] = {"extracted_from": extracted_from}
         after = region.text[region.text.rfind("```") + 3 :] if extracted_from == "fenced" else ""
-        if (taken_back := retraction(after)) is not None:
+        before = region.text[: region.text.find("```")] if extracted_from == "fenced" else ""
+        taken_back = retraction(after) or _disowning(after) or _disowning(before[-_LEAD_IN_CHARS:])
+        if taken_back is not None:
             # "```json ...```  Actually, that JSON is wrong": the completion disowns its output.
             reason = f"the completion takes its output back ({taken_back!r})"
             return Score(0.0, reason=reason, details=details)

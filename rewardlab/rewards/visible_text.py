@@ -6,11 +6,13 @@ a low quotation mark drawn as a comma), ``sec\\u200bret`` (a zero-width space in
 ``sеcret`` (a Cyrillic е). A red-team review passed both IFEval checks with them. So before
 checking, `as_seen`:
 
-- drops what no reader sees: characters (zero-width spaces and joiners, bidirectional marks),
-  HTML comments and HTML elements styled invisible (words hidden there pad no word count);
-- joins a word split by Markdown emphasis (``s**e**cret``), by HTML tags (``s<b></b>ecret``) or by
-  a hyphen at a line break, reads HTML entities (``s&#101;cret``), and drops link targets (a
-  keyword in ``[France](https://example.com/banana)`` is not seen);
+- drops what no reader sees: characters (zero-width spaces and joiners), and what markup hides
+  (`rewardlab.rewards.markup`: comments, elements that never render or are styled invisible, tag
+  attributes, images, link targets; TeX ``\\phantom`` and white text), so hidden words pad no word
+  count and hidden keywords count for nothing; reads a right-to-left override as it is shown;
+- joins a word split by markup (``s**e**cret``, ``s`e`cret``, ``s<b></b>ecret``,
+  ``s<!-- -->ecret``, ``$\\text{s}\\text{ecret}$``) or by a hyphen at a line break, and reads HTML
+  entities (``s&#101;cret``);
 - folds compatibility forms (NFKC: the full-width ``，`` is a comma);
 - writes the characters drawn as a comma in other scripts (Arabic ``،``, the ideographic ``、``,
   the low quotation mark ``‚``, small and half-width commas) as ``,``;
@@ -32,7 +34,8 @@ import html
 import re
 import unicodedata
 
-from rewardlab.rewards.math.text import without_hidden_html, without_invisible, without_link_targets
+from rewardlab.rewards.markup import without_comments, without_unseen_markup
+from rewardlab.rewards.math.text import without_invisible, without_invisible_groups
 
 _COMMA_LOOKALIKES = (
     "\u201a\u060c\u3001\ufe50\ufe51\uff64\u2e41\u1363\u07f8\ua60d\u055d\ua4f9\u066b\u060d\u00b8\u0326"
@@ -63,10 +66,15 @@ _SMALL_CAPITALS = str.maketrans({
 })  # fmt: skip
 _LATIN_LOOKALIKES = str.maketrans(_LOOKALIKES)
 _WORD = re.compile(r"\w+")
-# Markdown emphasis inside a word ("s**e**cret"): the reader sees one word.
-_INNER_EMPHASIS = re.compile(r"(?<=\w)(?:\*\*|__)(?=\w)")
-# HTML tags inside a word ("s<b></b>ecret"), and a word hyphenated across a line break ("sec-\nret").
-_INNER_TAGS = re.compile(r"(?<=\w)(?:<[^<>\s][^<>]{0,60}>)+(?=\w)")
+# Markup inside a word ("s**e**cret", "s*e*cret", "s`e`cret", "s~~~~ecret") and a link inside one
+# ("s[e](url)cret", its target already gone): the reader sees one word.
+_INNER_MARKUP = re.compile(r"(?<=\w)(?:\*{1,3}|_{1,3}|`{1,3}|~~)(?=\w)")
+_INNER_LINK = re.compile(r"(?<=\w)\[([^\[\]\s]{1,40})\](?=\w)")
+# Words written in LaTeX text commands ("$\\text{s}\\text{ecret}$") are read as their letters.
+_LATEX_TEXT = re.compile(
+    r"\\(?:text|textrm|textbf|textit|mathrm|mathbf|mathit|mathsf|operatorname)\s*\{([^{}]{0,200})\}"
+)
+# A word hyphenated across a line break ("sec-\nret").
 _BROKEN_WORD = re.compile(r"(?<=[^\W\d_])-\n(?=[^\W\d_])")
 
 
@@ -87,31 +95,18 @@ def _latin_words(text: str) -> str:
     return _WORD.sub(folded, text)
 
 
-def without_comments(text: str) -> str:
-    """``text`` without its HTML comments, each found by two string searches (an unclosed one
-    hides nothing)."""
-    pieces, cursor = [], 0
-    while (start := text.find("<!--", cursor)) != -1:
-        end = text.find("-->", start + 4)
-        if end == -1:
-            break
-        pieces.append(text[cursor:start])
-        pieces.append(" ")
-        cursor = end + 3
-    pieces.append(text[cursor:])
-    return "".join(pieces)
-
-
 def as_seen(text: str) -> str:
     """``text`` as a reader sees it (see the module docstring)."""
     if "&" in text:
         text = html.unescape(text)
-    if "<" in text:
-        text = _INNER_TAGS.sub("", without_hidden_html(without_comments(text)))
-    if "](" in text:
-        text = without_link_targets(text)
-    if "**" in text or "__" in text:
-        text = _INNER_EMPHASIS.sub("", text)
+    if "<!--" in text:
+        text = without_comments(text, replacement="")
+    text = without_unseen_markup(text)
+    if "phantom" in text or "color" in text:
+        text = without_invisible_groups(text)
+    if "\\" in text:
+        text = _LATEX_TEXT.sub(r"\1", text)
+    text = _INNER_MARKUP.sub("", _INNER_LINK.sub(r"\1", text))
     if "-\n" in text:
         text = _BROKEN_WORD.sub("", text)
     if text.isascii():

@@ -135,6 +135,8 @@ _RETRACTION = re.compile(
     r"|\b(?:no|low|little)\s+confidence\b|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)\b|\bno\s+idea\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:disagree|doubt\s+(?:it|this|that))\b|\b(?:can(?:not|['’]t)|could(?:\s+not|n['’]t))"
     r"\s+rule\s+out\b|\bmisprint\b|\breservations\b|\bskeptical\b|\ballegedly\b"
+    r"|\b(?:i|we)\s+(?:could(?:\s+not|n['’]t)|can(?:not|['’]t)|was\s+unable|were\s+unable|am\s+unable|are\s+unable"
+    r"|(?:do|did)(?:\s+not|n['’]t)\s+know)\b|\bgave\s+up\b|\bat\s+random\b|\b(?:random|wild|blind)\s+guess\b"
     r"|\bon\s+second\s+thought\b|\bjust\s+kidding\b|\bnever\s*mind\b|\boops\b|\bmy\s+(?:bad|mistake)\b"
     r"|\b(?:refuted|disproved|debunked|retracted?)\b|\blet\s+me\s+(?:re-?do|try\s+again|start\s+over|correct)\b"
     r"|\b(?:is|are)\s+also\s+(?:correct|right|valid|true|possible|defensible|acceptable|plausible|reasonable"

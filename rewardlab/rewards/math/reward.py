@@ -155,7 +155,7 @@ def _same_value_twice(gold: str, prediction: str) -> bool:
     """Whether "a or b" gives one value in two forms ("\\frac12, or 50%", "2 hours, or 120
     minutes", "10, or equivalently \\binom{5}{2}"): the first answers ``gold`` and every other one
     equals it in value. "5 or 6" and "5 or more" offer two values, or none."""
-    parts = [part.strip(" ,;$") for part in _OR.split(prediction)]
+    parts = [part.strip(" ,;$()") for part in _OR.split(prediction)]
     if len(parts) < 2 or not all(parts) or fast_verdict(gold, parts[0])[0] is not True:
         return False
     first = _parsed(parts[0], False, normalize(parts[0]))

@@ -31,34 +31,21 @@ from __future__ import annotations
 import re
 
 from rewardlab.rewards.fences import fenced_spans
+from rewardlab.rewards.markup import visual_order, without_unseen_markup
 from rewardlab.rewards.math.spans import braced
 
 _INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u2064\u2066-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u2060-\u2064\u206a-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb"
     "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
 # Arithmetic ending in its result; any other "<<...>>" is text (read after `math_unicode`,
 # which has written "×" as "\\times").
 _ANNOTATION = re.compile(r"<<(?:[\d\s.+\-*/()^%,x]|\\(?:times|div|cdot) ?){1,200}=\s*-?[\d.,]+(?:/\d+)?\s*>>")
+_WHITE = r"\{\s*(?:white|transparent|#?f{3}(?:f{3})?|1\s*,\s*1\s*,\s*1|255\s*,\s*255\s*,\s*255)\s*\}"
 _INVISIBLE_GROUP = re.compile(
-    r"\\(?:[hv]?phantom|textcolor\s*\{\s*white\s*\}|color\s*\{\s*white\s*\})\s*(?=\{)", re.IGNORECASE
-)
-# A well-formed Markdown link: its target (no spaces, or in angle brackets) and optional title
-# are not text a reader reads; "[note](Actually it is 7)" is no link and renders as written.
-# An HTML element drawn invisible (white text, display:none, visibility:hidden, zero font size,
-# the hidden attribute): what is inside it renders as nothing.
-HIDDEN_HTML = re.compile(
-    r"<(span|div|p|font|b|i|em|strong|small|sup|sub)\b([^<>]{0,300})>([^<>]{0,2000})</\1\s*>", re.IGNORECASE
-)
-_HIDING = re.compile(
-    r"color\s*[:=]\s*[\"']?\s*(?:white|#f{3}(?:f{3})?\b|rgba?\(\s*255\s*,\s*255\s*,\s*255)|display\s*:\s*none"
-    r"|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9])|\bhidden\b",
+    rf"\\(?:[hv]?phantom|textcolor\s*(?:\[[a-zA-Z]*\])?\s*{_WHITE}|color\s*(?:\[[a-zA-Z]*\])?\s*{_WHITE})\s*(?=\{{)",
     re.IGNORECASE,
-)
-_LINK = re.compile(
-    r"(\[[^\[\]\n]{0,500}\])\(\s*(?:<[^<>\n]{0,500}>|[^\s()<>]{0,500})"
-    r"(?:\s+(?:\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|\([^()\n]{0,200}\)))?\s*\)"
 )
 _STRUCK = re.compile(r"~~(?=[^~\s])([^~\n]{1,200})~~|<(s|del|strike)>([^<>]{1,200})</\2>")
 #: An inline code span is at most this long (CommonMark sets no limit; no real one is longer).
@@ -70,6 +57,10 @@ _VULGAR_FRACTIONS = {
     "⅗": (3, 5), "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅐": (1, 7), "⅛": (1, 8), "⅜": (3, 8),
     "⅝": (5, 8), "⅞": (7, 8), "⅑": (1, 9), "⅒": (1, 10),
 }  # fmt: skip
+#: The vulgar fractions with a finite decimal, as the digits after the point.
+_DECIMAL_PARTS = {"½": ".5", "¼": ".25", "¾": ".75", "⅕": ".2", "⅖": ".4", "⅗": ".6", "⅘": ".8", "⅛": ".125",
+                  "⅜": ".375", "⅝": ".625", "⅞": ".875", "⅒": ".1"}  # fmt: skip
+_MIXED_DECIMAL = re.compile("(\\d)([" + "".join(_DECIMAL_PARTS) + "])")
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
 _SUPERSCRIPT_RUN = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")
 _SYMBOLS = {
@@ -81,8 +72,9 @@ _ROOT_OF_DIGITS = re.compile(r"\\sqrt (\d+(?:\.\d+)?)")
 
 
 def without_invisible(text: str) -> str:
-    """``text`` without the characters a reader does not see (zero-width, bidirectional marks)."""
-    return text if text.isascii() else _INVISIBLE.sub("", text)
+    """``text`` without the characters a reader does not see (zero-width, bidirectional marks),
+    in the order a reader sees it (`markup.visual_order`: an override is read reversed, as shown)."""
+    return text if text.isascii() else _INVISIBLE.sub("", visual_order(text))
 
 
 def math_unicode(text: str) -> str:
@@ -91,6 +83,9 @@ def math_unicode(text: str) -> str:
         return text
     text = without_invisible(text)
     text = text.translate(_FULL_WIDTH)
+    if _MIXED_DECIMAL.search(text):
+        # "2½" is 2.5: a mixed number read as one value even in prose, where "2\frac{1}{2}" is not.
+        text = _MIXED_DECIMAL.sub(lambda m: m.group(1) + _DECIMAL_PARTS[m.group(2)], text)
     for char, (numerator, denominator) in _VULGAR_FRACTIONS.items():
         if char in text:
             text = text.replace(char, rf"\frac{{{numerator}}}{{{denominator}}}")
@@ -111,7 +106,7 @@ def _without_fences(text: str) -> str:
     return "".join(pieces)
 
 
-def _without_invisible_groups(text: str) -> str:
+def without_invisible_groups(text: str) -> str:
     """``text`` without the brace groups that render invisible (``\\phantom{...}``, white text)."""
     pieces, cursor = [], 0
     for match in _INVISIBLE_GROUP.finditer(text):
@@ -161,16 +156,6 @@ def _without_inline_code(text: str) -> str:
     return "".join(pieces)
 
 
-def without_hidden_html(text: str) -> str:
-    """``text`` without the HTML elements that render invisible (see `HIDDEN_HTML`)."""
-    return HIDDEN_HTML.sub(lambda m: "" if _HIDING.search(m.group(2)) else m.group(), text)
-
-
-def without_link_targets(text: str) -> str:
-    """``text`` with each well-formed Markdown link reduced to its text (see `_LINK`)."""
-    return _LINK.sub(r"\1", text)
-
-
 def _struck(match: re.Match[str]) -> str:
     return "\\cancel{" + (match.group(1) if match.group(1) is not None else match.group(3)) + "}"
 
@@ -184,12 +169,9 @@ def reader_text(text: str) -> str:
         text = _without_fences(text)
     if "`" in text:
         text = _without_inline_code(text)
-    if "](" in text:
-        text = without_link_targets(text)
-    if "phantom" in text or "white" in text:
-        text = _without_invisible_groups(text)
-    if "</" in text:
-        text = without_hidden_html(text)
     if "~~" in text or "</" in text:
         text = _STRUCK.sub(_struck, text)
+    text = without_unseen_markup(text)
+    if "phantom" in text or "color" in text:
+        text = without_invisible_groups(text)
     return text
