@@ -298,7 +298,10 @@ def boxed_answer(text: str) -> str | None:
         return None  # "\boxed{Paris}\n\nThough London is equally likely."
     # A box read with words that doubt it, or with other boxes, states more than its content.
     answer = boxed[-1].answer
-    return answer if answer in {box.content for box in boxes(reader_text(text))} else None
+    if answer not in {box.content for box in boxes(reader_text(text))}:
+        return None
+    # "\boxed{\text{Paris}}" is how models box a word: the text inside the command is the answer.
+    return _TEXT_COMMAND.sub(r"\1", answer).strip()
 
 
 def _block_answer(region: Region) -> str | None:
@@ -328,6 +331,9 @@ def last_line(text: str) -> str | None:
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_TEXT_COMMAND = re.compile(
+    r"\\(?:text|textbf|textrm|textit|textsf|mathrm|mathbf|mathit|mathsf|mbox)\s*\{([^{}]*)\}"
+)
 
 
 def _strip_surrounding_punctuation(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Hashable, Iterator, Mapping
+from decimal import Decimal
 from typing import Any, Literal
 
 import jsonschema
@@ -92,7 +93,11 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+    # Decimals, not floats: "10.0000000000000000001" is over a maximum of 10, which a float (10.0)
+    # would not be.
+    return json.loads(
+        text, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys, parse_float=Decimal
+    )
 
 
 def _json_blocks(text: str) -> list[str]:

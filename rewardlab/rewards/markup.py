@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import re
 
+from rewardlab.rewards.math.spans import math_spans
+
 _COMMENT_OPEN, _COMMENT_CLOSE = "<!--", "-->"
 _UNRENDERED = re.compile(
     r"<(style|script|noscript|template|title|head|textarea)\b[^<>]{0,300}>", re.IGNORECASE
@@ -53,6 +55,9 @@ _TAG_NAMES = (
 )
 # A tag: its name, then nothing or attributes after a space ("a<b$ or $c>d" in mathematics is no tag).
 _TAG = re.compile(rf"</?(?:{_TAG_NAMES})(?:\s[^<>]{{0,300}})?/?>", re.IGNORECASE)
+# "2<sup>5</sup>" shows 2 to the fifth, not 25: written as a power (and a subscript as one).
+_SUPERSCRIPT = re.compile(r"<(sup)>([^<>]{1,60})</sup>", re.IGNORECASE)
+_SUBSCRIPT = re.compile(r"<(sub)>([^<>]{1,60})</sub>", re.IGNORECASE)
 _IMAGE = re.compile(r"!\[[^\[\]\n]{0,500}\]\([^()\n]{0,500}\)")
 _REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]{1,200}\]:[ \t]*+\S[^\n]{0,500}$", re.MULTILINE)
 # A well-formed Markdown link: its target (no spaces, or in angle brackets) and optional title
@@ -64,6 +69,8 @@ _LINK = re.compile(
     r"(?:[ \t]++(?:\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|\([^()\n]{0,200}\)))?[ \t]*+\)"
 )
 _RIGHT_TO_LEFT_OVERRIDE, _POP = "\u202e", "\u202c"
+_UNESCAPED_PERCENT = re.compile(r"(?<!\\)%")
+_MATH_MARK = re.compile(r"\$\$|\\[\[\]]|\\begin\{|\\end\{")
 _BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
@@ -140,7 +147,8 @@ def without_unseen_markup(text: str) -> str:
     """``text`` without what its markup hides from a reader (see the module docstring); the text
     of links and of visible elements stays."""
     if "<" in text:
-        text = without_tags(without_hidden_html(without_unrendered(without_comments(text))))
+        text = without_hidden_html(without_unrendered(without_comments(text)))
+        text = without_tags(_SUPERSCRIPT.sub(r"^{\2}", _SUBSCRIPT.sub(r"_{\2}", text)))
     if "](" in text:
         text = without_link_targets(_IMAGE.sub("", text))
     if "]:" in text:
@@ -151,6 +159,61 @@ def without_unseen_markup(text: str) -> str:
 def without_tags(text: str) -> str:
     """``text`` without the tags of known HTML elements (attributes included)."""
     return _TAG.sub("", text)
+
+
+def without_math_comments(text: str) -> str:
+    """``text`` without TeX comments inside mathematics: an unescaped ``%`` to the end of its line,
+    where MathJax and KaTeX hide it (``$% \\boxed{10}$`` shows nothing). Outside mathematics a
+    ``%`` is a character Markdown shows. One pass over the lines, tracking the displays (``$$``,
+    ``\\[``, ``\\begin{...}``) left open and the ``$`` of the line."""
+    if "%" not in text:
+        return text
+    kept, display = [], _Display()
+    for line in text.split("\n"):
+        shown = line
+        percent = _UNESCAPED_PERCENT.search(line)
+        if percent is not None and (display.open or _inline_math_at(line, percent.start())):
+            shown = line[: percent.start()]
+        display = _Display.after(shown, display)
+        kept.append(shown)
+    return "\n".join(kept)
+
+
+def _inline_math_at(line: str, position: int) -> bool:
+    """Whether ``position`` of ``line`` is inside inline mathematics: a span by pandoc's rules
+    (`spans.math_spans`: "$5 and 10%" is money, not mathematics), or right after an opener
+    ("$%", "\\(%": no prose writes that), or in a display opened earlier on the line."""
+    if any(span.start < position < span.end for span in math_spans(line)):
+        return True
+    before = line[:position].rstrip()
+    if before.endswith(("$", "\\(")) and not before.endswith("\\$"):
+        return True
+    return _Display.after(line[:position], _Display()).open
+
+
+class _Display:
+    """Which displayed mathematics is open after a stretch of text: a ``$$`` display, ``\\[`` or
+    environments (their depth)."""
+
+    def __init__(self, dollars: bool = False, depth: int = 0):
+        self.dollars, self.depth = dollars, depth
+
+    @property
+    def open(self) -> bool:
+        return self.dollars or self.depth > 0
+
+    @classmethod
+    def after(cls, stretch: str, before: _Display) -> _Display:
+        dollars, depth = before.dollars, before.depth
+        for mark in _MATH_MARK.finditer(stretch):
+            token = mark.group()
+            if token == "$$":
+                dollars = not dollars
+            elif token in ("\\[", "\\begin{"):
+                depth += 1
+            else:
+                depth = max(0, depth - 1)
+        return cls(dollars, depth)
 
 
 def visual_order(text: str) -> str:

@@ -34,7 +34,7 @@ import html
 import re
 import unicodedata
 
-from rewardlab.rewards.markup import without_comments, without_unseen_markup
+from rewardlab.rewards.markup import without_comments, without_math_comments, without_unseen_markup
 from rewardlab.rewards.math.text import without_invisible, without_invisible_groups
 
 _COMMA_LOOKALIKES = (
@@ -101,7 +101,7 @@ def as_seen(text: str) -> str:
         text = html.unescape(text)
     if "<!--" in text:
         text = without_comments(text, replacement="")
-    text = without_unseen_markup(text)
+    text = without_unseen_markup(without_math_comments(text))
     if "phantom" in text or "color" in text:
         text = without_invisible_groups(text)
     if "\\" in text:

@@ -54,6 +54,8 @@ _OPERATOR_AFTER = re.compile(
 #: Glued to a box inside mathematics, a letter or a bracket multiplies it or applies it.
 _GLUED_AFTER = re.compile(r"[A-Za-z(\[]")
 _PROSE_OPERATOR_AFTER = re.compile(r"\d|\^|[-+*/][ \t]*[\d\\(]|\\(?:cdot|times|div)(?![a-zA-Z])")
+# "$\\boxed{10}$^{2}" (an HTML superscript after the math): the box is a base.
+_POWER_AFTER_DELIMITER = re.compile(r"(?:\$|\\\))\^(?!\s*\{?\s*\\circ)")
 _DEGREES_AFTER = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\%|%|\\degree(?![a-zA-Z])")
 
 
@@ -90,6 +92,8 @@ def operand_of_expression(text: str, box: Span, in_math: bool) -> str | None:
     after = after[spacing.end() :] if spacing else after
     if _DEGREES_AFTER.match(after):
         return None
+    if _POWER_AFTER_DELIMITER.match(after):
+        return "the box is raised to a power after its delimiter"
     if in_math:
         operator = _OPERATOR_AFTER.match(after) or (_GLUED_AFTER.match(after) if glued else None)
         if operator is not None:

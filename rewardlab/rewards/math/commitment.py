@@ -122,10 +122,10 @@ _CONDITION = re.compile(
 _RETRACTION = re.compile(
     r"\b(?:i|we)\s+(?:(?:must|might|may|probably|could)\s+)?(?:have\s+|'ve\s+)?made\s+(?!no\b|not\b)"
     r"(?:(?!no\b)\w+\s+){0,3}?(?:mistakes?|errors?|miscalculations?|typos?)"
-    r"|\b(?:(?:that|this)(?:\s+(?:json|answer|result|output|value|one|box))?|it|my\s+(?:previous\s+)?answer"
+    r"|\b(?:(?:that|this)(?:\s+(?:json|answer|result|output|value|one|box|claim|statement))?|it|my\s+(?:previous\s+)?answer"
     r"|the\s+(?:above\s+)?answer|the\s+above|the\s+box)"
     r"(?:['’]s|\s+is|\s+was|\s+seems|\s+looks|\s+(?:must|might|may|could)\s+be)\s+(?:\w+\s+)?"
-    r"(?:wrong|incorrect|off|a\s+mistake|an\s+error|not\s+(?:right|correct))"
+    r"(?:wrong|incorrect|false|invalid|off|a\s+mistake|an\s+error|not\s+(?:right|correct))"
     r"|\b(?:that|this|it)\s+(?:can(?:not|['’]t)|could(?:\s+not|n['’]t)|is(?:\s+not|n['’]t)|does(?:\s+not|n['’]t)\s+"
     r"(?:seem|look))\s+(?:be\s+)?right\b"
     r"|\b(?:i|we)(?:['’]m|['’]re|\s+am|\s+are|\s+was|\s+were)\s+(?:\w+\s+)?wrong\b"

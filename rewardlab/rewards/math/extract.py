@@ -76,7 +76,7 @@ _SIGN_OFF = re.compile(
     r"please\s+let\b|good\s+luck\b|happy\s+to\s+help\b|thank\s+you\b|thanks\b|cheers\b|[-*_=#\s]+$)",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[^\s.])\.(?:\s+(?=[A-Z])|\s*$)|\n|\?")
+_SENTENCE_END = re.compile(r"(?<=[^\s.])\.(?:\s+(?=[A-Z\\$])|\s*$)|\n|\?")
 _SENTENCE_BREAK = re.compile(r"(?<=[A-Za-z)])[.?!]\s")
 # "add up to", "comes to": a total, not a bound ("up to 5").
 _SUMS_TO = re.compile(r"\b(?:adds?|added|adding|sums?|summed|comes?|came|amounts?)(?:\s+up)?\s+to\b", re.I)
@@ -84,7 +84,10 @@ _SUMS_TO = re.compile(r"\b(?:adds?|added|adding|sums?|summed|comes?|came|amounts
 _TEXT_HEDGE = re.compile(
     r"(?:\s|\\[,;: ]|\\q?quad|[($])*\\(?:text|textrm|mathrm)\s*\{\s*"
     r"(?:or|and/or|maybe|possibly|perhaps|probably)\b"
+    r"|(?:\s|\\[,;: ]|\\q?quad)*\\tag\*?\s*\{\s*(?:wrong|incorrect|false|not|maybe|guess|unsure|invalid)\b"
 )
+# What may stand before a box that starts its own line: delimiters, spacing, display style.
+_BOX_LINE_START = re.compile(r"(?:\s|\$|\\[\[(,;:! ]|\\q?quad|\\displaystyle|\\[lL]arge|\*\*)*")
 #: A question mark this close after a box makes it a question: "\\boxed{10}?", "\\boxed{10} (?)".
 _QUESTION_REACH = 12
 # Right before a box: "it is not \\boxed{5}", "cannot be \\boxed{5}", "the wrong answer is \\boxed{5}";
@@ -123,12 +126,16 @@ _REVISION = re.compile(
 #: After an answer, a line that offers another value with doubt ("I'd go with 7 though", "My gut
 #: says 7", "(7 if counting only the red ones)") restates one: a hedge.
 _HEDGING = re.compile(
-    r"\b(?:though|although|gut|torn|go\s+with|prefer|likely|probably|possibly|perhaps|maybe|might|could"
+    r"\b(?:though|although|gut|torn|go\s+with|prefer|likely|probably|possibly|perhaps|maybe|might|could|think"
+    r"|guess|believe|suspect"
     r"|alternatively|otherwise|if|unless|or)\b",
     re.IGNORECASE,
 )
 #: A word answer restated after a box is at most this many words (`string_match`).
 MAX_WORD_VALUE = 4
+_DESCRIBES_WRONG = re.compile(
+    r"\b(?:mistakes?|errors?|wrong|incorrect|pitfalls?|traps?|misconceptions?)\b", re.I
+)
 _ALSO = re.compile(r"\b(?:too|also|as\s+well|equally|instead|rather)\b", re.IGNORECASE)
 _CONTRAST = re.compile(r"\b(?:not|rather\s+than|instead\s+of)\b", re.IGNORECASE)
 # Words that open a line without saying anything of their own: "So", "Thus", "Wait,", "Hmm".
@@ -471,6 +478,8 @@ def _restates(line: str, said: str, answer: str, *, final: bool, word_values: bo
     if not valued or sorted(_NUMBER.findall(said)) != sorted(_NUMBER.findall(answer)):
         return False
     masked = mask_math(stripped)
+    if _DESCRIBES_WRONG.search(masked):
+        return False  # "Note: a common mistake is to answer 7" names a wrong answer, not another
     rest = _LEADING_FILLER.sub("", masked)
     if word_values:
         rest = rest.replace(_LEADING_FILLER.sub("", answer).strip(" .!,;:"), " ")
@@ -657,7 +666,11 @@ def _lead_in(text: str, last: Statement, givens: frozenset[str]) -> Statement | 
     line before it when it concludes with a value of its own: a reader reads that line as the
     box's lead-in, and two values there are two answers."""
     line_start = text.rfind("\n", 0, last.start) + 1
-    if last.method != "boxed" or text[line_start : last.start].strip(" \t$\\[(") or line_start == 0:
+    if (
+        last.method != "boxed"
+        or not _BOX_LINE_START.fullmatch(text[line_start : last.start])
+        or line_start == 0
+    ):
         return None
     before = text[max(0, line_start - MAX_CONCLUSION_LINE) : line_start].rstrip()
     line = before[before.rfind("\n") + 1 :].strip()

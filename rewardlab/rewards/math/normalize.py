@@ -36,6 +36,9 @@ _QUALIFIERS = re.compile(
     r"\(?\s*(?<![\\a-zA-Z])(?:approximately|approx|about|roughly|around|exactly)\b\.?\s*\)?", re.IGNORECASE
 )
 _MARKDOWN_EMPHASIS = re.compile(r"\*\*|__")
+# Emphasis around a whole answer ("***9***", "**_9_**") and symbols after it ("9 ✅", "9 🎉").
+_EDGE_EMPHASIS = re.compile(r"^\s*(?:\*{1,3}|_{1,3})+(?=\S)|(?<=\S)(?:\*{1,3}|_{1,3})+\s*$")
+_TRAILING_SYMBOLS = re.compile(r"[\s\u2190-\u21ff\u2300-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff\ufe0f]+$")
 # A word after a quantity ("18 dollars", "12 cm^2"); a.m./p.m. stay, they change a time's value.
 _TRAILING_WORD = re.compile(r"(?![ap]\.?m\.?$)[a-zA-Z]{2,}(?:\^\{?[23]\}?)?\.?|\^\{?[23]\}?", re.IGNORECASE)
 # A parenthesised word or two after a quantity: "18 (dollars)".
@@ -43,6 +46,8 @@ _TRAILING_PARENTHESIS = re.compile(r"(?<=[\d}).])\s*\([A-Za-z][A-Za-z ]{1,40}\)$
 THOUSANDS = re.compile(r"^-?(?!0,)\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 # "1'080": thousands grouped with apostrophes (Swiss style); a prime needs one or two digits after.
 _APOSTROPHE_THOUSANDS = re.compile(r"^-?\d{1,3}(?:['’]\d{3})+(?:\.\d+)?$")
+# "1.000.000": two or more dotted groups of three can only be thousands ("1.000" stays a decimal).
+_DOTTED_THOUSANDS = re.compile(r"^-?\d{1,3}(?:\.\d{3}){2,}$")
 # An answer in quotation marks: '"10"', "“Paris”".
 _QUOTED = re.compile(r'^(?:"([^"]*)"|“([^“”]*)”|«([^«»]*)»)$')
 # "0,111": a comma after a leading zero is a decimal comma ("3,10" stays a list of two).
@@ -159,6 +164,15 @@ def number_from_words(text: str) -> str | None:
     return str(total + current) if found else None
 
 
+def _without_wrapping(text: str) -> str:
+    """``text`` without what is written around an answer rather than in it: Markdown emphasis,
+    symbols after it ("9 ✅"), quotation marks around it."""
+    text = _MARKDOWN_EMPHASIS.sub("", _EDGE_EMPHASIS.sub("", _TRAILING_SYMBOLS.sub("", text)))
+    if (quoted := _QUOTED.match(text.strip())) is not None:
+        text = next(group for group in quoted.groups() if group is not None)
+    return text
+
+
 def normalize(text: str) -> Normalized:
     """Clean an answer for comparison; see the module docstring for what is removed."""
     if _PLAIN_NUMBER.fullmatch(text):
@@ -175,9 +189,7 @@ def normalize(text: str) -> Normalized:
     text = _STRAY_BACKSLASH.sub("", text).replace(r"\$", "").replace("$", "")
     if "\\" in text:
         text = _CURRENCY_COMMANDS.sub(lambda m: _CURRENCY_SIGNS.get(m.group().strip()[1:], "¢"), text)
-    text = _MARKDOWN_EMPHASIS.sub("", text)
-    if (quoted := _QUOTED.match(text.strip())) is not None:
-        text = next(group for group in quoted.groups() if group is not None)
+    text = _without_wrapping(text)
     text = text.replace(r"\{", "\0LB").replace(r"\}", "\0RB")
     text = _TEXT_COMMAND.sub(lambda m: f" {m.group(1).strip()} ", text)
     text = _QUALIFIERS.sub(" ", text)
@@ -207,6 +219,8 @@ def normalize(text: str) -> Normalized:
         text = text.replace(",", "")
     elif _APOSTROPHE_THOUSANDS.match(text):
         text = text.replace("'", "").replace("’", "")
+    elif _DOTTED_THOUSANDS.match(text):
+        text = text.replace(".", "")
     elif _DECIMAL_COMMA.match(text):
         text = text.replace(",", ".")
     text = text.replace("\0LB", r"\{").replace("\0RB", r"\}")

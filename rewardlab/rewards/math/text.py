@@ -12,12 +12,11 @@ text hide an answer either. So:
   as prose is dropped as code; an unclosed fence hides nothing;
 - struck-out text (``~~10~~``, ``<s>``, ``<del>``, ``<strike>``) is read as struck out
   (``\\cancel{10}``), never as the value;
-- text that renders invisible (``\\phantom{...}``, white text, an HTML element styled invisible) is
-  dropped: the reader sees what is
-  around it, and so is the target and title of a Markdown link (only of a well-formed one:
-  ``[note](Actually it is 7)`` renders as written); text a renderer may or may not hide (HTML
-  comments, ``%`` lines) is kept: an answer stated there is still a statement, which can only
-  make a completion a hedge;
+- what renders invisible is dropped: ``\\phantom{...}`` and white text, and what markup hides
+  (`rewardlab.rewards.markup`: HTML comments, elements that never render or are styled invisible,
+  tag attributes, images, the target and title of a well-formed Markdown link, a ``%`` comment
+  inside mathematics); ``[note](Actually it is 7)`` is no link and renders as written, and a
+  ``%`` outside mathematics is a character; a right-to-left override is read as it is shown;
 - GSM8K's calculator annotations ``<<9*2=18>>`` are dropped (solutions written in that style
   state each result right after the annotation); only arithmetic ending in its number is one;
 - Unicode mathematics becomes LaTeX: ``½`` is ``\\frac{1}{2}``, ``x²`` is ``x^{2}``, ``×`` is
@@ -31,7 +30,7 @@ from __future__ import annotations
 import re
 
 from rewardlab.rewards.fences import fenced_spans
-from rewardlab.rewards.markup import visual_order, without_unseen_markup
+from rewardlab.rewards.markup import visual_order, without_math_comments, without_unseen_markup
 from rewardlab.rewards.math.spans import braced
 
 _INVISIBLE = re.compile(
@@ -171,7 +170,7 @@ def reader_text(text: str) -> str:
         text = _without_inline_code(text)
     if "~~" in text or "</" in text:
         text = _STRUCK.sub(_struck, text)
-    text = without_unseen_markup(text)
+    text = without_unseen_markup(without_math_comments(text))
     if "phantom" in text or "color" in text:
         text = without_invisible_groups(text)
     return text
