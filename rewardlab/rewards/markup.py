@@ -32,14 +32,18 @@ from rewardlab.rewards.math.spans import math_spans
 
 _COMMENT_OPEN, _COMMENT_CLOSE = "<!--", "-->"
 _UNRENDERED = re.compile(
-    r"<(style|script|noscript|template|title|head|textarea)\b[^<>]{0,300}>", re.IGNORECASE
+    r"<(style|script|noscript|template|title|head|textarea|dialog|iframe|annotation|rp)\b[^<>]{0,300}>",
+    re.IGNORECASE,
 )
+_CODE_ELEMENTS = re.compile(r"<(code|pre|kbd|samp)\b[^<>]{0,300}>", re.IGNORECASE)
 # An element drawn invisible, found by its opening tag; its end is found by counting tags.
 _STYLED_OPEN = re.compile(r"<([a-zA-Z][a-zA-Z0-9]{0,15})\b([^<>]{0,300})>")
 _HIDING = re.compile(
     r"color\s*[:=]\s*[\"']?\s*(?:white|transparent|#f{3}(?:f{3})?\b|rgba?\(\s*255\s*,\s*255\s*,\s*255)"
     r"|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9])"
-    r"|(?:left|top|right|text-indent|margin-left)\s*:\s*-\d{3,}|clip\s*:|(?:width|height)\s*:\s*0(?![.\d]*[1-9])"
+    r"|(?:left|top|right|text-indent|margin-left)\s*:\s*-\d{3,}|clip\s*:|clip-path|(?:width|height)\s*:\s*0(?![.\d]*[1-9])"
+    r"|rgba\([^()]{0,40},\s*0(?:\.0+)?\s*\)|#f{3}0\b|#f{6}00\b|hsla?\(\s*\d+\s*,\s*\d+%\s*,\s*100%"
+    r"|scale\(\s*0(?:\.0+)?\s*\)|opacity\(\s*0(?:\.0+)?\s*\)|font-size\s*:\s*[01](?:\.\d+)?px"
     r"|\bhidden\b",
     re.IGNORECASE,
 )
@@ -89,12 +93,12 @@ def without_comments(text: str, replacement: str = " ") -> str:
     return "".join(pieces)
 
 
-def without_unrendered(text: str) -> str:
-    """``text`` without the elements that never render, content included; an unclosed one hides
-    nothing."""
+def without_unrendered(text: str, elements: re.Pattern[str] | None = None) -> str:
+    """``text`` without the elements that never render (or the ``elements`` given), content
+    included; an unclosed one hides nothing."""
     lowered = text.lower()
     pieces, cursor = [], 0
-    for match in _UNRENDERED.finditer(text):
+    for match in (elements or _UNRENDERED).finditer(text):
         if match.start() < cursor:
             continue
         end = lowered.find(f"</{match.group(1).lower()}", match.end())
@@ -107,6 +111,12 @@ def without_unrendered(text: str) -> str:
         cursor = close + 1
     pieces.append(text[cursor:])
     return "".join(pieces)
+
+
+def without_code_elements(text: str) -> str:
+    """``text`` without HTML code elements (``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``) and their
+    content: code states nothing, in HTML as in Markdown."""
+    return without_unrendered(text, _CODE_ELEMENTS) if "<" in text else text
 
 
 def without_hidden_html(text: str) -> str:

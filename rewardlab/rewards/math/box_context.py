@@ -49,11 +49,13 @@ _SIGN_OR_RELATION = re.compile(
 _BULLET = re.compile(r"(?:^|\n)[ \t]*[-+*][ \t]*$")
 _TAG = re.compile(r"<[a-zA-Z/!][^<>]{0,60}>$")
 _OPERATOR_AFTER = re.compile(
-    r"[-+*/^_!|<>≤≥≠\d]|\\(?:pm|mp|neq?|[lg]eq?q?|[lg]t|cdot|times|div|ast)(?![a-zA-Z])"
+    r"[-+*/^_!|<>≤≥≠\d]|\\(?:pm|mp|neq?|[lg]eq?q?|[lg]t|cdot|times|div|ast|[dt]?frac|sqrt)(?![a-zA-Z])"
 )
 #: Glued to a box inside mathematics, a letter or a bracket multiplies it or applies it.
 _GLUED_AFTER = re.compile(r"[A-Za-z(\[]")
-_PROSE_OPERATOR_AFTER = re.compile(r"\d|\^|[-+*/][ \t]*[\d\\(]|\\(?:cdot|times|div)(?![a-zA-Z])")
+_PROSE_OPERATOR_AFTER = re.compile(
+    r"\d|\^|[-+*/][ \t]*[\d\\(]|\\(?:cdot|times|div|[dt]?frac|sqrt)(?![a-zA-Z])"
+)
 # "$\\boxed{10}$^{2}" (an HTML superscript after the math): the box is a base.
 _POWER_AFTER_DELIMITER = re.compile(r"(?:\$|\\\))\^(?!\s*\{?\s*\\circ)")
 _DEGREES_AFTER = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\%|%|\\degree(?![a-zA-Z])")

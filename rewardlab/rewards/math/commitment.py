@@ -65,7 +65,7 @@ _DISOWNED_AFTER = frozenset(
         "typo", "retracted", "retract", "wrongly", "incorrectly", "mistakenly", "erroneously",
         "confidence", "unverified", "unconfirmed", "tentative", "tentatively", "doubtful",
         "questionable", "disproved", "refuted", "guessed", "hypothetically", "speculative", "speculatively",
-        "skeptical", "allegedly", "misprint",
+        "skeptical", "allegedly", "misprint", "bound", "bounds", "upper", "etc",
         "conjecture", "conjectured", "unproven",
     }
 )  # fmt: skip
@@ -98,7 +98,8 @@ TAKEN_BACK_AFTER = re.compile(
     r"(?:\w+\s+)?(?:wrong|incorrect|false|invalid|erroneous|mistaken|off)\b"
     r"|^[\s,;:()\-]*(?:(?:which|that|this|it|and|but)\s+)?(?:is|are|was|were)(?:\s+not|\s+never|n['’]t)\s+"
     r"(?:right|correct|valid|true|it|the\s+answer|an\s+answer|possible|accurate)\b"
-    r"|^[\s,;:()\-]*(?:not|never|wrong|incorrect|false|invalid|erroneous)(?=\s*(?:[.,;:!)]|$))",
+    r"|^[\s,;:()\-]*(?:not|never|wrong|incorrect|false|invalid|erroneous)(?=\s*(?:[.,;:!)]|$))"
+    r"|^[\s,;:()\-]*[❌❎✗✘👎🤷🚫⛔🙅]",
     re.IGNORECASE,
 )
 #: "could be 5", "might be 5": a modal of doubt before the verb.
@@ -119,8 +120,15 @@ _CONDITION = re.compile(
     r"example|e\.g|instance|format|template)\b",
     re.IGNORECASE,
 )
+# "I could not solve this", "I don't know", "I gave up", "at random": the writer did not find it.
+_FAILURE = (
+    r"\b(?:i|we)\s+(?:could(?:\s+not|n['’]t)|can(?:not|['’]t)|was\s+unable|were\s+unable|am\s+unable"
+    r"|are\s+unable|(?:do|did)(?:\s+not|n['’]t)\s+know)\b|\bgave\s+up\b|\bat\s+random\b"
+    r"|\b(?:random|wild|blind)\s+guess\b"
+)
 _RETRACTION = re.compile(
-    r"\b(?:i|we)\s+(?:(?:must|might|may|probably|could)\s+)?(?:have\s+|'ve\s+)?made\s+(?!no\b|not\b)"
+    _FAILURE + r"|\b(?:i|we)\s+(?:(?:must|might|may|probably|could)\s+)?"
+    r"(?:have\s+|'ve\s+)?made\s+(?!no\b|not\b)"
     r"(?:(?!no\b)\w+\s+){0,3}?(?:mistakes?|errors?|miscalculations?|typos?)"
     r"|\b(?:(?:that|this)(?:\s+(?:json|answer|result|output|value|one|box|claim|statement))?|it|my\s+(?:previous\s+)?answer"
     r"|the\s+(?:above\s+)?answer|the\s+above|the\s+box)"
@@ -134,9 +142,8 @@ _RETRACTION = re.compile(
     r"|\bscratch\s+that\b|\bactually,?\s+no\b|\bno,?\s+wait\b|\bwait,?\s+(?:no\b|that(?:['’]s|\s+is|\s+was)?\s+(?:not|wrong|incorrect)\b)|\bcorrection\s*:"
     r"|\b(?:no|low|little)\s+confidence\b|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)\b|\bno\s+idea\b"
     r"|\b(?:i|we)\s+(?:\w+\s+)?(?:disagree|doubt\s+(?:it|this|that))\b|\b(?:can(?:not|['’]t)|could(?:\s+not|n['’]t))"
-    r"\s+rule\s+out\b|\bmisprint\b|\breservations\b|\bskeptical\b|\ballegedly\b"
-    r"|\b(?:i|we)\s+(?:could(?:\s+not|n['’]t)|can(?:not|['’]t)|was\s+unable|were\s+unable|am\s+unable|are\s+unable"
-    r"|(?:do|did)(?:\s+not|n['’]t)\s+know)\b|\bgave\s+up\b|\bat\s+random\b|\b(?:random|wild|blind)\s+guess\b"
+    r"\s+rule\s+out\b|\bmisprint\b|\breservations\b|\bskeptical\b|\ballegedly\b|\bnot\s+this\s+one\b"
+    r"|\bsaid\s+no\s*one\b"
     r"|\bon\s+second\s+thought\b|\bjust\s+kidding\b|\bnever\s*mind\b|\boops\b|\bmy\s+(?:bad|mistake)\b"
     r"|\b(?:refuted|disproved|debunked|retracted?)\b|\blet\s+me\s+(?:re-?do|try\s+again|start\s+over|correct)\b"
     r"|\b(?:is|are)\s+also\s+(?:correct|right|valid|true|possible|defensible|acceptable|plausible|reasonable"
@@ -201,6 +208,8 @@ _EXPLANATION = re.compile(
 )
 #: Words that keep an explanation with its value: it doubts, bounds or takes back the value.
 _UNEXPLAINED = HEDGES | _DISOWNED_AFTER | NEGATIONS | {"might", "may", "could", "wrong", "incorrect", "false"}
+# One value ending a clause of words ("Janet makes $18", "She got 18%").
+_ENDS_WITH_VALUE = re.compile(r"[A-Za-z][A-Za-z'’]*:?\s+(?:[$€£¥]|\\\$)?\s*-?\d[\d,]*(?:\.\d+)?\s*(?:\\?%)?$")
 _LONE_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?:\s*\\?%)?(?![\w.]*\d)")
 
 
@@ -262,8 +271,9 @@ def read_predicate(predicate: str) -> Reading:
     if spans:
         return Reading(spans[-1].content)
     numbers = _LONE_NUMBER.findall(predicate)
-    if len(numbers) == 1 and len(predicate.split()) >= 4:
-        # "Jane started growing it 3 hours ago": a conclusion that names one number states it.
+    if len(numbers) == 1 and (len(predicate.split()) >= 4 or _ENDS_WITH_VALUE.search(predicate)):
+        # "Jane started growing it 3 hours ago", "Janet makes $18": a conclusion that names one
+        # number states it.
         return Reading(numbers[0].strip())
     return Reading(predicate or None)
 
@@ -365,6 +375,18 @@ def disowned(lead_in: str) -> bool:
     ends at a comma or a conjunction: "it is false that x = 0, so the answer is 5" states 5."""
     clause = _CLAUSE_START.split(lead_in[-MAX_SENTENCE_CHARS:])[-1]
     return bool(_DISOWNING.search(clause))
+
+
+_ADMITS_FAILURE = re.compile(
+    _FAILURE + r"|\bno\s+idea\b|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)\b", re.IGNORECASE
+)
+
+
+def admits_failure(text: str) -> str | None:
+    """Words that say the writer did not find the answer ("I could not solve this", "I just
+    picked a number at random"), if any: said right before an answer, they disown it."""
+    match = _ADMITS_FAILURE.search(text)
+    return match.group() if match else None
 
 
 def retraction(text: str) -> str | None:

@@ -43,6 +43,7 @@ from rewardlab.rewards.math.commitment import (
     MAX_SENTENCE_CHARS,
     TAKEN_BACK_AFTER,
     Reading,
+    admits_failure,
     conditional,
     disowned,
     doubted,
@@ -652,6 +653,9 @@ def _committed(
         hedge = f"{last.answer} {_sentence_after(following.lstrip(), 0).strip()}"
         statements = [*statements[:-1], Statement(hedge, last.method, hedge, last.start, last.end)]
     taken_back = retraction(following)
+    before_box = _line_before_box(text, last)
+    if taken_back is None and before_box is not None:
+        taken_back = admits_failure(before_box[1])  # "I could not solve this problem.\n\n\\boxed{10}"
     if taken_back is not None:
         return Extraction(refusal=f"the completion takes its answer back ({taken_back!r})")
     if use_final_line:
@@ -661,10 +665,9 @@ def _committed(
     return Extraction(tuple(statements))
 
 
-def _lead_in(text: str, last: Statement, givens: frozenset[str]) -> Statement | None:
-    """For a box that stands alone on its lines ("Thus the count is 7.\n\n\\boxed{10}"), the
-    line before it when it concludes with a value of its own: a reader reads that line as the
-    box's lead-in, and two values there are two answers."""
+def _line_before_box(text: str, last: Statement) -> tuple[int, str] | None:
+    """For a box that stands alone on its lines, the line before it (before its display, when
+    the box opens one) and where that line starts; None otherwise."""
     line_start = text.rfind("\n", 0, last.start) + 1
     if (
         last.method != "boxed"
@@ -677,13 +680,22 @@ def _lead_in(text: str, last: Statement, givens: frozenset[str]) -> Statement | 
     if line in ("\\[", "$$"):  # the box opens a display: the line before the display leads in
         before = before[: before.rfind("\n")].rstrip()
         line = before[before.rfind("\n") + 1 :].strip()
-    if not line or line.endswith(":"):
+    return (text.rfind(line, 0, line_start), line) if line else None
+
+
+def _lead_in(text: str, last: Statement, givens: frozenset[str]) -> Statement | None:
+    """For a box that stands alone on its lines ("Thus the count is 7.\n\n\\boxed{10}"), the
+    line before it when it concludes with a value of its own: a reader reads that line as the
+    box's lead-in, and two values there are two answers."""
+    found = _line_before_box(text, last)
+    if found is None or found[1].endswith(":"):
         return None
+    position, line = found
     said = mask_math(line)
     leads = _CONCLUSION.search(line) or _INTERJECTION.match(line)
     if not (leads or _HEDGING.search(said) or _LABEL.match(said)):
         return None
-    statement, _ = _line_statement(text, text.rfind(line, 0, line_start), line, givens)
+    statement, _ = _line_statement(text, position, line, givens)
     if statement is None or (
         _several_in_prose(statement.answer) and not doubted(mask_math(statement.answer), None)
     ):

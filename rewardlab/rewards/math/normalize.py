@@ -38,6 +38,11 @@ _QUALIFIERS = re.compile(
 _MARKDOWN_EMPHASIS = re.compile(r"\*\*|__")
 # Emphasis around a whole answer ("***9***", "**_9_**") and symbols after it ("9 ✅", "9 🎉").
 _EDGE_EMPHASIS = re.compile(r"^\s*(?:\*{1,3}|_{1,3})+(?=\S)|(?<=\S)(?:\*{1,3}|_{1,3})+\s*$")
+# Marks that disown what they follow ("10 ❌", "10 🤷"): not decoration.
+_NEGATIVE_MARK = re.compile("[❌❎✗✘👎🤷🚫⛔🙅]")
+_SIZE_COMMANDS = re.compile(
+    r"\\(?:tiny|small|normalsize|large|Large|LARGE|huge|Huge|displaystyle|textstyle)(?![a-zA-Z])"
+)
 _TRAILING_SYMBOLS = re.compile(r"[\s\u2190-\u21ff\u2300-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff\ufe0f]+$")
 # A word after a quantity ("18 dollars", "12 cm^2"); a.m./p.m. stay, they change a time's value.
 _TRAILING_WORD = re.compile(r"(?![ap]\.?m\.?$)[a-zA-Z]{2,}(?:\^\{?[23]\}?)?\.?|\^\{?[23]\}?", re.IGNORECASE)
@@ -164,6 +169,24 @@ def number_from_words(text: str) -> str | None:
     return str(total + current) if found else None
 
 
+def _latex_surface(text: str) -> str:
+    """``text`` without LaTeX that changes how an answer looks, not what it is: sizes, spacing,
+    ``\\left``/``\\right``, ``\\dfrac``, bars written as ``\\vert``, thousands spacing."""
+    text = re.sub(r"\\[lr]?vert\b|\\[lr]?Vert\b", "|", text)
+    text = _SIZE_COMMANDS.sub("", text).replace("−", "-").replace(r"\mathbb{R}", r"(-\infty,\infty)")
+    text = re.sub(r",\s*\\!\s*", ",", text).replace(r"\!", "")
+    text = _SPACING.sub(" ", _THOUSANDS_SPACING.sub("", text))
+    return _FRAC.sub(r"\\frac", _SIZED.sub("", text))
+
+
+def _hedged(text: str) -> bool:
+    """Words in an answer that change or doubt its value; a words-only answer ("no", "none",
+    "east") states no value for words to doubt."""
+    if _WORDS_ONLY.fullmatch(text):
+        return False
+    return any(word in MEANING_WORDS for word in words(_COMMANDS.sub(" ", text)))
+
+
 def _without_wrapping(text: str) -> str:
     """``text`` without what is written around an answer rather than in it: Markdown emphasis,
     symbols after it ("9 ✅"), quotation marks around it."""
@@ -178,13 +201,8 @@ def normalize(text: str) -> Normalized:
     if _PLAIN_NUMBER.fullmatch(text):
         return Normalized(text)  # most answers: nothing to clean
     text = strip_delimiters(math_unicode(text))
-    text = re.sub(r"\\[lr]?vert\b|\\[lr]?Vert\b", "|", text)
-    text = text.replace(r"\displaystyle", "").replace("−", "-").replace(r"\mathbb{R}", r"(-\infty,\infty)")
-    text = re.sub(r",\s*\\!\s*", ",", text).replace(r"\!", "")
-    text = _THOUSANDS_SPACING.sub("", text)
-    text = _SPACING.sub(" ", text)
-    text = _SIZED.sub("", text)
-    text = _FRAC.sub(r"\\frac", text)
+    disowned = bool(_NEGATIVE_MARK.search(text))
+    text = _latex_surface(text)
     dollars = bool(_DOLLARS.match(text))
     text = _STRAY_BACKSLASH.sub("", text).replace(r"\$", "").replace("$", "")
     if "\\" in text:
@@ -194,10 +212,7 @@ def normalize(text: str) -> Normalized:
     text = _TEXT_COMMAND.sub(lambda m: f" {m.group(1).strip()} ", text)
     text = _QUALIFIERS.sub(" ", text)
     text = re.sub(r"\s+", " ", text).strip().rstrip(".,;").strip()
-    # A words-only answer ("no", "none", "east") states no value for words to doubt.
-    hedged = not _WORDS_ONLY.fullmatch(text) and any(
-        word in MEANING_WORDS for word in words(_COMMANDS.sub(" ", text))
-    )
+    hedged = disowned or _hedged(text)
     temperature = _TEMPERATURE.search(text)
     if temperature is not None:
         text = text[: temperature.start()]

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 #: No answer is longer; a scan for a closing brace or delimiter stops after this many characters,
 #: so that text full of unclosed openers costs linear time.
 MAX_GROUP_CHARS = 4096
-_BOX = re.compile(r"\\(?:boxed|fbox|framebox)(?![a-zA-Z])\s*")
+# \bbox[options]{...} is MathJax's box.
+_BOX = re.compile(r"\\(?:boxed|fbox|framebox|bbox(?:\[[^\[\]{}]{0,60}\])?)(?![a-zA-Z])\s*")
 _BARE_BOX_ARGUMENT = re.compile(r"[^\s$]{1,64}")
 _BRACE_OR_ESCAPE = re.compile(r"[{}\\]")
 _PLACEHOLDER = re.compile(r"(?:\\phantom\{[^{}]{0,64}\}|\\quad|\\;|\s)*")
@@ -64,7 +65,7 @@ def braced(text: str, start: int) -> Span | None:
 
 def box_count(text: str) -> int:
     """How many boxes the text opens (a cheap count, to refuse a flood before scanning it)."""
-    return text.count("\\boxed") + text.count("\\fbox") + text.count("\\framebox")
+    return text.count("\\boxed") + text.count("\\fbox") + text.count("\\framebox") + text.count("\\bbox")
 
 
 def boxes(text: str) -> list[Span]:

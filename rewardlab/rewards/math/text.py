@@ -30,7 +30,12 @@ from __future__ import annotations
 import re
 
 from rewardlab.rewards.fences import fenced_spans
-from rewardlab.rewards.markup import visual_order, without_math_comments, without_unseen_markup
+from rewardlab.rewards.markup import (
+    visual_order,
+    without_code_elements,
+    without_math_comments,
+    without_unseen_markup,
+)
 from rewardlab.rewards.math.spans import braced
 
 _INVISIBLE = re.compile(
@@ -41,7 +46,10 @@ _INVISIBLE = re.compile(
 # Arithmetic ending in its result; any other "<<...>>" is text (read after `math_unicode`,
 # which has written "×" as "\\times").
 _ANNOTATION = re.compile(r"<<(?:[\d\s.+\-*/()^%,x]|\\(?:times|div|cdot) ?){1,200}=\s*-?[\d.,]+(?:/\d+)?\s*>>")
-_WHITE = r"\{\s*(?:white|transparent|#?f{3}(?:f{3})?|1\s*,\s*1\s*,\s*1|255\s*,\s*255\s*,\s*255)\s*\}"
+_WHITE = (
+    r"\{\s*(?:white|transparent|#?f{3}(?:f{3})?|1\s*,\s*1\s*,\s*1"
+    r"|(?:rgb\s*\(\s*)?255\s*,\s*255\s*,\s*255\s*\)?)\s*\}"
+)
 _INVISIBLE_GROUP = re.compile(
     rf"\\(?:[hv]?phantom|textcolor\s*(?:\[[a-zA-Z]*\])?\s*{_WHITE}|color\s*(?:\[[a-zA-Z]*\])?\s*{_WHITE})\s*(?=\{{)",
     re.IGNORECASE,
@@ -170,7 +178,7 @@ def reader_text(text: str) -> str:
         text = _without_inline_code(text)
     if "~~" in text or "</" in text:
         text = _STRUCK.sub(_struck, text)
-    text = without_unseen_markup(without_math_comments(text))
+    text = without_unseen_markup(without_math_comments(without_code_elements(text)))
     if "phantom" in text or "color" in text:
         text = without_invisible_groups(text)
     return text
