@@ -5,8 +5,9 @@ isolation: for HumanEval a file holding prompt + canonical solution + test code 
 per problem (one run per problem, which favours the baseline: its asserts share one run), for
 stdin/stdout problems one run per test case.
 
-rewardlab: `CodeExecutionReward` with bwrap isolation, an unprivileged user and rlimits, its
-worker pool started (as after a first training step). Every program runs in its own sandbox.
+rewardlab: `CodeExecutionReward` with bwrap isolation, an unprivileged user, rlimits and a memory
+cgroup per sandbox where one can be made, its worker pool started (as after a first training
+step). Each worker keeps one sandbox; every program runs in a fresh child forked in it.
 
 Run:  python perf/code_throughput.py
 """

@@ -10,7 +10,11 @@ with no answer (lost), ids answered twice (duplicated), answers whose ids differ
 request's, and any difference between the 200s the clients counted and the 200s the server's
 metrics counted.
 
-Run:  python perf/serve_load.py [--clients 16] [--seconds 20] [--samples 8]
+With ``--stalled N``, N more connections send their headers and the start of a body, then
+nothing, for the whole run (slow-loris clients), each reopened when the server closes it: the
+other clients must be served as if they were not there.
+
+Run:  python perf/serve_load.py [--clients 16] [--seconds 20] [--samples 8] [--stalled 0]
           [--judge-clients 4] [--judge-seconds 10] [--judge-samples 2] [--no-judge]
 """
 
@@ -20,10 +24,13 @@ import argparse
 import asyncio
 import json
 import select
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,6 +72,7 @@ class Load:
     clients: int
     seconds: float
     samples: int
+    stalled: int = 0
 
 
 @dataclass
@@ -116,6 +124,27 @@ async def client(number: int, spec: Load, until: float, tally: Tally) -> None:
             tally.samples += len(scores)
 
 
+def stall(url: str, until: float, opened: list[float]) -> None:
+    """Keep one connection that sent its headers and the start of a body, and nothing more, open
+    until ``until``; reopen it whenever the server closes it (its body timeout). Each opening is
+    recorded in ``opened``."""
+    parts = urllib.parse.urlsplit(url)
+    head = "POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += "Content-Length: 100000\r\n\r\n"
+    while time.monotonic() < until:
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as connection:
+            connection.sendall(head.encode() + b'{"samples": [')
+            opened.append(time.monotonic())
+            connection.settimeout(max(0.1, until - time.monotonic()))
+            try:
+                while connection.recv(4096):
+                    pass
+            except TimeoutError:
+                return
+            except OSError:
+                continue  # closed by the server: open another
+
+
 def server_count(url: str, code: str) -> float:
     import urllib.request
 
@@ -155,16 +184,24 @@ def load(spec: Load) -> dict:
     tally = Tally()
     started = time.monotonic()
 
+    until = time.monotonic() + spec.seconds
+    opened: list[float] = []
+    stallers = [threading.Thread(target=stall, args=(spec.url, until, opened)) for _ in range(spec.stalled)]
+    for staller in stallers:
+        staller.start()
+
     async def run() -> None:
-        until = time.monotonic() + spec.seconds
         await asyncio.gather(*(client(n, spec, until, tally) for n in range(spec.clients)))
 
     asyncio.run(run())
+    for staller in stallers:
+        staller.join()
     elapsed = time.monotonic() - started
     duplicated = sum(count - 1 for count in tally.ids_seen.values() if count > 1)
     return {
         "reward": spec.reward,
         "clients": spec.clients,
+        "stalled": f"{spec.stalled} ({len(opened)} opened)",
         "seconds": round(elapsed, 1),
         "requests": tally.answered,
         "req_per_s": round(tally.answered / elapsed, 1),
@@ -218,6 +255,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--samples", type=int, default=8, help="samples per request (rule reward)")
+    parser.add_argument(
+        "--stalled", type=int, default=0, help="slow-loris connections held open during the rule run"
+    )
+    parser.add_argument("--body-timeout-s", type=float, default=60.0, help="the server's body timeout")
     parser.add_argument("--max-concurrency", type=int, default=4, help="the server's scoring slots")
     parser.add_argument("--queue", type=int, default=64, help="the server's queue")
     parser.add_argument("--judge-clients", type=int, default=4)
@@ -226,6 +267,7 @@ def main() -> None:
     parser.add_argument("--no-judge", action="store_true", help="skip the judge reward")
     args = parser.parse_args()
     limits = ["--max-concurrency", str(args.max_concurrency), "--queue", str(args.queue)]
+    limits += ["--body-timeout-s", str(args.body_timeout_s)]
     results = []
     processes: list[subprocess.Popen] = []
     try:
@@ -233,7 +275,17 @@ def main() -> None:
             rule, url = serve_reward({"type": "math_answer"}, Path(folder) / "rule.yaml", *limits)
             processes.append(rule)
             results.append(
-                load(Load("math_answer", url, math_sample, args.clients, args.seconds, args.samples))
+                load(
+                    Load(
+                        "math_answer",
+                        url,
+                        math_sample,
+                        args.clients,
+                        args.seconds,
+                        args.samples,
+                        args.stalled,
+                    )
+                )
             )
             if not args.no_judge:
                 model_command = ["serve-model", "--port", "0", "--name", "smollm2"]

@@ -6,8 +6,12 @@ evaluates such a reward on a reward-model benchmark, and ``rewardlab serve`` ser
 ``rewardlab serve-model`` serves a local model over an OpenAI-compatible API; ``rewardlab
 elicit`` replays saved rollouts through online rubric elicitation; ``rewardlab fetch-model``
 downloads the embedded default judge model. Usage and config mistakes exit with status 2 and
-one line on stderr naming the problem; a run that completes exits 0 even when some rows failed,
-since those are recorded in the output and the summary.
+one line on stderr naming the problem. A run whose pipeline failed on some rows (``backend_error``
+or ``error``: a backend down, a missing dependency, a bug) exits with status 1 and a line on
+stderr per failing component, with its reason, unless ``--accept-failures`` is given: a run in
+which every judge row failed must not look like a run that worked. Rows that fail for their own
+sake (``invalid_input``, ``parse_error``, ``timeout``) are the data's, recorded in the output and
+the summary, and keep exit status 0.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from rewardlab.rewards.registry import ConfigError, build
 from rewardlab.rubrics.elicit_options import ElicitationOptions
 
 USAGE_ERROR = 2
+PIPELINE_FAILED = 1
 
 
 class UsageError(Exception):
@@ -91,9 +96,31 @@ def _add_score_command(commands: argparse._SubParsersAction) -> None:
     existing.add_argument("--overwrite", action="store_true", help="replace a non-empty OUTPUT")
     score.add_argument("--limit", type=positive_int, metavar="N", help="read only the first N input rows")
     score.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_accept_failures_argument(score)
     add_import_argument(score)
     add_ray_arguments(score)
     score.set_defaults(run=_score)
+
+
+def _add_accept_failures_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--accept-failures",
+        action="store_true",
+        help="exit 0 even when the pipeline failed on some rows (backend_error or error)",
+    )
+
+
+def _exit_status(summary: Any, accept_failures: bool) -> int:
+    """`PIPELINE_FAILED` (with a line per failure on stderr) when the pipeline failed on any row."""
+    lines = summary.failure_lines()
+    for line in lines:
+        print(f"rewardlab: pipeline failure: {line}", file=sys.stderr)
+    if lines and not accept_failures:
+        print(
+            "rewardlab: the run did not work (see above); --accept-failures exits 0 anyway", file=sys.stderr
+        )
+        return PIPELINE_FAILED
+    return 0
 
 
 def _import_modules(names: Sequence[str]) -> None:
@@ -133,7 +160,7 @@ def _score(args: argparse.Namespace) -> int:
         finally:
             reward.close()
     print(summary.table())
-    return 0
+    return _exit_status(summary, args.accept_failures)
 
 
 def _score_on_ray(args: argparse.Namespace, source: Any, options: RunOptions) -> Any:
@@ -210,6 +237,7 @@ def _add_bench_command(commands: argparse._SubParsersAction) -> None:
     existing.add_argument("--resume", action="store_true", help="continue OUTPUT/scores.jsonl")
     existing.add_argument("--overwrite", action="store_true", help="replace OUTPUT/scores.jsonl")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_accept_failures_argument(bench)
     add_import_argument(bench)
     bench.set_defaults(run=_bench)
 
@@ -259,7 +287,7 @@ def _bench(args: argparse.Namespace) -> int:
             _import_modules(args.imports)
             reward = _build_reward(args.config)
             try:
-                scores, _ = asyncio.run(ascore_benchmark(reward, items, output, options))
+                scores, summary = asyncio.run(ascore_benchmark(reward, items, output, options))
             finally:
                 reward.close()
         result = evaluate_and_report(benchmark, items, scores, output)
@@ -267,7 +295,7 @@ def _bench(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from error
     print(markdown(result), end="")
     print(f"rewardlab bench: report in {output}/report.md")
-    return 0
+    return 0 if args.scores is not None else _exit_status(summary, args.accept_failures)
 
 
 def _add_elicit_command(commands: argparse._SubParsersAction) -> None:

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardlab.judges.fence import Fence, masked
 from rewardlab.rewards.contract import Usage
 
 
@@ -43,6 +44,10 @@ class ChatRequest:
             continued rather than answered (vLLM's ``continue_final_message``, Anthropic's
             prefill, ``rewardlab serve-model``); how Monte-Carlo step labels finish a partial
             solution through a served policy.
+        fences: The fences the messages were rendered with (`fence.Fence`), in order. Their
+            nonces are secret to the judge that rendered them (another judge renders the same
+            inputs with others), so the cache key is made of the messages with the nonces masked,
+            and of the fenced texts; backends never see them.
     """
 
     messages: tuple[tuple[str, str], ...]
@@ -54,6 +59,7 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     seed: int | None = None
     continue_final: bool = False
+    fences: tuple[Fence, ...] = ()
 
     def __post_init__(self) -> None:
         if self.continue_final and (not self.messages or self.messages[-1][0] != "assistant"):
@@ -64,7 +70,7 @@ class ChatRequest:
         """From OpenAI-style message dicts; a ``json_schema`` mapping is stored as JSON text."""
         if isinstance(options.get("json_schema"), Mapping):
             options["json_schema"] = json.dumps(options["json_schema"], sort_keys=True)
-        for name in ("choices", "stop"):
+        for name in ("choices", "stop", "fences"):
             if options.get(name) is not None:
                 options[name] = tuple(options[name])
         return cls(tuple((m["role"], m["content"]) for m in messages), **options)
@@ -74,14 +80,20 @@ class ChatRequest:
 
     def fingerprint(self, backend: str, namespace: str = "") -> str:
         """A stable cache key: the backend and model, everything in the request that can change
-        the answer, and a namespace (the judge's template hash)."""
-        extra = {"continue_final": True} if self.continue_final else {}  # older keys stay valid
+        the answer, and a namespace (the judge's template hash). Fence nonces are left out (see
+        ``fences``); the fenced texts are in, each apart, so that a text holding something like a
+        fence boundary cannot make two different prompts one key."""
+        extra: dict[str, Any] = (
+            {"continue_final": True} if self.continue_final else {}
+        )  # older keys stay valid
+        if self.fences:
+            extra["fences"] = [[made.label, made.text] for made in self.fences]
         payload = json.dumps(
             {
                 **extra,
                 "backend": backend,
                 "namespace": namespace,
-                "messages": self.messages,
+                "messages": [[role, masked(content, self.fences)] for role, content in self.messages],
                 "temperature": self.temperature,
                 "max_tokens": self.max_tokens,
                 "top_logprobs": self.top_logprobs,

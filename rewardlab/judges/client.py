@@ -2,6 +2,11 @@
 cheap - a persistent cache, one request per distinct prompt in a batch, bounded concurrency,
 retries with exponential backoff and jitter, a deadline per call, and a circuit breaker.
 
+The cache keeps only answers its caller accepts (``keep``: a judge accepts an answer it reads a
+verdict from), checked again when an answer is read back - so an answer cut off at
+``max_tokens``, or one whose verdict cannot be trusted, is asked again next time instead of being
+replayed as the same failure forever, and one a fixed reader no longer accepts is dropped.
+
 A call never raises for a backend failure: it returns a `Completion` whose status says what went
 wrong (``timeout``, ``backend_error``, or ``error`` for a backend that raised something
 unexpected), so a judge turns it into a `Score` with a reason. A cache that cannot be read or
@@ -18,7 +23,7 @@ import random
 import sqlite3
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,7 @@ from rewardlab.cache_location import cache_dir
 from rewardlab.judges.backend import Backend, BackendError, ChatRequest, ChatResponse
 from rewardlab.judges.breaker import CircuitBreaker
 from rewardlab.judges.cache import AnswerCache
+from rewardlab.judges.fence import Fence
 from rewardlab.rewards.contract import Status, Usage
 
 logger = logging.getLogger(__name__)
@@ -67,15 +73,25 @@ class ClientOptions:
             raise ValueError("deadline_s must be positive")
 
 
+#: ``keep(response, fences)``: whether an answer may be cached (``fences`` are those its prompt
+#: was rendered with).
+Keep = Callable[[ChatResponse, tuple[Fence, ...]], bool]
+
+
 @dataclass(slots=True)
 class Completion:
-    """The outcome of one call: a response, or a status and reason saying why there is none."""
+    """The outcome of one call: a response, or a status and reason saying why there is none.
+    ``fences`` are the fences of the prompt the response answered - a cached or shared answer
+    quotes the nonces of an earlier rendering - and ``key`` its cache key (None for a sampled
+    request, which is never cached)."""
 
     response: ChatResponse | None
     status: Status = Status.OK
     reason: str | None = None
     usage: Usage = field(default_factory=Usage)
     attempts: int = 0
+    fences: tuple[Fence, ...] = ()
+    key: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -132,50 +148,80 @@ class JudgeClient:
                         task.cancel()
                     await asyncio.gather(*orphans, return_exceptions=True)
 
-    async def complete(self, request: ChatRequest, namespace: str = "") -> Completion:
+    async def complete(
+        self, request: ChatRequest, namespace: str = "", keep: Keep | None = None
+    ) -> Completion:
         """One call: from the cache, from an identical call already in flight, or from the backend.
 
-        A sampled request (temperature above 0) without a seed is a fresh draw each time: it
-        skips the cache and the sharing of calls in flight.
+        With ``keep``, an answer is stored only when ``keep`` accepts it, and a stored one that it
+        no longer accepts is removed and asked again. A sampled request (temperature above 0)
+        without a seed is a fresh draw each time: it skips the cache and the sharing of calls in
+        flight.
         """
         if request.temperature > 0 and request.seed is None:
             async with self._state().semaphore:
                 return await self._call(request)
         key = request.fingerprint(self.backend.name, namespace)
-        cached = self._cached(key)
+        cached = self._cached(key, request, keep)
         if cached is not None:
-            return Completion(cached, usage=Usage(calls=1, cached_calls=1))
+            response, fences = cached
+            return Completion(response, usage=Usage(calls=1, cached_calls=1), fences=fences, key=key)
         state = self._state()
         shared = state.in_flight.get(key)
         if shared is not None:
             outcome = await asyncio.shield(shared)
             # The first caller paid for the answer; this one only waited for it.
             return Completion(
-                outcome.response, outcome.status, outcome.reason, Usage(calls=1, cached_calls=1)
+                outcome.response,
+                outcome.status,
+                outcome.reason,
+                Usage(calls=1, cached_calls=1),
+                fences=outcome.fences,
+                key=key,
             )
         # The call runs as its own task, so that one caller being cancelled does not fail the
         # others waiting on the same answer.
-        task = asyncio.get_running_loop().create_task(self._call_and_store(request, key, state))
+        task = asyncio.get_running_loop().create_task(self._call_and_store(request, key, state, keep))
         state.in_flight[key] = task
         return await asyncio.shield(task)
 
-    async def _call_and_store(self, request: ChatRequest, key: str, state: _LoopState) -> Completion:
+    async def _call_and_store(
+        self, request: ChatRequest, key: str, state: _LoopState, keep: Keep | None
+    ) -> Completion:
         try:
             async with state.semaphore:
                 outcome = await self._call(request)
-            if outcome.response is not None:
+            outcome.key = key
+            response = outcome.response
+            if response is not None and (keep is None or keep(response, request.fences)):
+                nonces = [made.nonce for made in request.fences]
                 try:
-                    self.cache.put(key, self.backend.name, outcome.response)
+                    self.cache.put(key, self.backend.name, response, nonces)
                 except sqlite3.Error as error:
                     logger.warning("judge cache %s: could not store an answer: %s", self.cache.path, error)
             return outcome
         finally:
             del state.in_flight[key]
 
-    def _cached(self, key: str) -> ChatResponse | None:
-        """The cached answer, if any; a cache that cannot be read is a miss, not a failed call."""
+    def _cached(
+        self, key: str, request: ChatRequest, keep: Keep | None
+    ) -> tuple[ChatResponse, tuple[Fence, ...]] | None:
+        """The cached answer and the fences it quotes, if any; a cache that cannot be read is a
+        miss, not a failed call."""
         try:
-            return self.cache.get(key)
+            stored = self.cache.get(key)
+            if stored is None:
+                return None
+            response, nonces = stored
+            # The key holds every fence's label and text, so the answer's prompt had these fences.
+            fences = tuple(
+                Fence(made.label, nonce, made.text)
+                for made, nonce in zip(request.fences, nonces, strict=True)
+            )
+            if keep is not None and not keep(response, fences):
+                self.cache.purge([key])
+                return None
+            return response, fences
         except sqlite3.Error as error:
             logger.warning(
                 "judge cache %s: could not be read, asking the backend: %s", self.cache.path, error
@@ -240,7 +286,7 @@ class JudgeClient:
                 latency_s=time.monotonic() - started,
                 calls=1,
             )
-            return Completion(response, usage=response_usage, attempts=attempt)
+            return Completion(response, usage=response_usage, attempts=attempt, fences=request.fences)
         return self._failed(
             Status.BACKEND_ERROR, f"gave up after {attempt} attempts; last: {last_error}", started, attempt
         )

@@ -13,7 +13,13 @@ How a verdict is asked for depends on what the backend can do:
   This needs labels that are single tokens, so it is used only when no label is a prefix of
   another (1-5, yes/no, A/B/tie; not 1-10, where "1" starts "10").
 - With a backend that honours JSON schemas, the verdict is requested as structured output and
-  read strictly; otherwise the tolerant reader in `verdicts.py` applies.
+  read strictly; otherwise the tolerant reader in `verdicts.py` applies. Either way the reader's
+  policy holds (one verdict, the judge's own, never one the fenced texts state).
+
+Answers are cached only when a verdict was read from them (`JudgeClient`'s ``keep``): a
+``parse_error`` - an answer cut off at ``max_tokens``, one quoting the completion's verdict - is
+asked again next time rather than replayed. Every judge score lists the cache keys of the answers
+it was made from in ``details["cache_keys"]``, for `AnswerCache.purge`.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardlab.judges.backend import Backend, ChatRequest
+from rewardlab.judges.backend import Backend, ChatRequest, ChatResponse
 from rewardlab.judges.backends import make_backend
 from rewardlab.judges.client import ClientOptions, Completion, JudgeClient
 from rewardlab.judges.fence import Fence
@@ -75,11 +81,13 @@ class Judgement:
         return call_failure(self.completion, self.problem, who)
 
     def details(self) -> dict[str, Any]:
-        """What a score keeps about this call: the verdict, how it was read, the probabilities."""
+        """What a score keeps about this call: the verdict, how it was read, the probabilities,
+        the answer's cache key."""
         assert self.verdict is not None
         details: dict[str, Any] = {
             "verdict": self.verdict.label,
             "verdict_source": "logprobs" if self.probabilities is not None else self.verdict.source,
+            "cache_keys": cache_keys([self.completion]),
         }
         if self.probabilities is not None:
             details["probabilities"] = {k: round(v, 6) for k, v in self.probabilities.items()}
@@ -102,6 +110,11 @@ class ListJudgement:
 
     def failure(self, who: str) -> Score:
         return call_failure(self.completion, self.problem, who)
+
+
+def cache_keys(completions: Sequence[Completion]) -> list[str]:
+    """The cache keys of ``completions``' answers, in order (sampled calls have none)."""
+    return [completion.key for completion in completions if completion.key is not None]
 
 
 def call_failure(completion: Completion, problem: str | None, who: str) -> Score:
@@ -245,20 +258,20 @@ class Judge(Reward):
             top_logprobs=TOP_LOGPROBS if self._wants_probabilities(labels) else None,
             choices=labels.labels if guided else None,
             json_schema=schema,
+            fences=fences,
         )
-        completion = await self.client.complete(request, namespace=prompt.hash)
+
+        def read(text: str, answered: Collection[Fence]) -> Verdict:
+            return read_label(
+                text, labels, key, fences=answered, strict=schema is not None, scale_max=scale_max
+            )
+
+        completion = await self.client.complete(request, namespace=prompt.hash, keep=_reads(read))
         response = completion.response
         if response is None:
             return Judgement(completion)
         try:
-            verdict = read_label(
-                response.text,
-                labels,
-                key,
-                fences=fences,
-                strict=schema is not None,
-                scale_max=scale_max,
-            )
+            verdict = read(response.text, completion.fences)
         except VerdictError as error:
             cut = " (the answer was cut off at max_tokens)" if response.finish_reason == "length" else ""
             return Judgement(completion, problem=f"{error}{cut}")
@@ -296,16 +309,14 @@ class Judge(Reward):
         prompt = prompt or self.prompt
         messages, fences = prompt.render_with_fences(**values, reasoning=True)
         request = ChatRequest.of(
-            messages,
-            temperature=self.temperature,
-            max_tokens=self.written_max_tokens,
+            messages, temperature=self.temperature, max_tokens=self.written_max_tokens, fences=fences
         )
-        completion = await (client or self.client).complete(request, namespace=prompt.hash)
+        completion = await (client or self.client).complete(request, namespace=prompt.hash, keep=_reads(read))
         response = completion.response
         if response is None:
             return ListJudgement(completion)
         try:
-            return ListJudgement(completion, read(response.text, fences))
+            return ListJudgement(completion, read(response.text, completion.fences))
         except VerdictError as error:
             cut = " (the answer was cut off at max_tokens)" if response.finish_reason == "length" else ""
             return ListJudgement(completion, problem=f"{error}{cut}")
@@ -319,7 +330,8 @@ class Judge(Reward):
     ) -> Completion:
         """A free-text answer (no verdict), e.g. a grading scaffold; from another model's
         ``client`` if given."""
-        request = ChatRequest.of(prompt.render(**values), temperature=self.temperature, max_tokens=max_tokens)
+        messages, fences = prompt.render_with_fences(**values)
+        request = ChatRequest.of(messages, temperature=self.temperature, max_tokens=max_tokens, fences=fences)
         return await (client or self.client).complete(request, namespace=prompt.hash)
 
     def is_trivial(self, text: str) -> bool:
@@ -330,12 +342,13 @@ class Judge(Reward):
         self, samples: Sequence[Sample], scores: list[Score | None], minimum: float | None = None
     ) -> dict[int, tuple[str, str]]:
         """Each sample's (prompt, completion) as the judge sees them, by index. A sample that
-        cannot be read gets ``invalid_input`` in ``scores``; with ``minimum``, a trivial
-        completion gets that minimum there too, and neither is returned."""
+        cannot be read (its reference included) gets ``invalid_input`` in ``scores``; with
+        ``minimum``, a trivial completion gets that minimum there too, and neither is returned."""
         texts: dict[int, tuple[str, str]] = {}
         for index, sample in enumerate(samples):
             try:
                 prompt, completion = prompt_for_judge(sample), completion_for_judge(sample)
+                reference_for_judge(sample)
             except InvalidInput as error:
                 scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
                 continue
@@ -350,9 +363,36 @@ class Judge(Reward):
             client.close()
 
 
+def _reads(
+    read: Callable[[str, Collection[Fence]], object],
+) -> Callable[[ChatResponse, Collection[Fence]], bool]:
+    """The client's ``keep``: an answer is worth caching when ``read`` finds its verdict."""
+
+    def keep(response: ChatResponse, fences: Collection[Fence]) -> bool:
+        try:
+            read(response.text, fences)
+        except VerdictError:
+            return False
+        return True
+
+    return keep
+
+
+def sendable(text: str, field_name: str) -> str:
+    """``text``, refused (`InvalidInput`) when it holds a lone surrogate: no UTF-8 request can
+    carry it, and failing at the backend would fail every sample of the batch."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as error:
+        raise InvalidInput(
+            field_name, f"holds a lone surrogate (U+{ord(text[error.start]):04X}), which is not text"
+        ) from None
+    return text
+
+
 def prompt_for_judge(sample: Sample) -> str:
     """The prompt as the judge sees it: the text, or the conversation with roles."""
-    return transcript(sample.prompt, "prompt")
+    return sendable(transcript(sample.prompt, "prompt"), "prompt")
 
 
 def completion_for_judge(sample: Sample) -> str:
@@ -361,9 +401,16 @@ def completion_for_judge(sample: Sample) -> str:
     value = sample.completion
     if isinstance(value, Sequence) and not isinstance(value, str):
         if all(isinstance(m, Mapping) and m.get("role") == "assistant" for m in value):
-            return message_text(value)
-        return transcript(value, "completion")
-    return message_text(value)
+            return sendable(message_text(value), "completion")
+        return sendable(transcript(value, "completion"), "completion")
+    return sendable(message_text(value), "completion")
+
+
+def reference_for_judge(sample: Sample) -> Any:
+    """The reference as the judge is shown it: text checked as `sendable`, anything else (None,
+    a number from a dataset) as it is."""
+    reference = sample.reference
+    return sendable(reference, "reference") if isinstance(reference, str) else reference
 
 
 def expected_label(distribution: Mapping[str, float]) -> float:

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from rewardlab.judges.judge import Judge, group_key, scored
+from rewardlab.judges.judge import Judge, cache_keys, group_key, scored
 from rewardlab.judges.verdicts import LabelSet, read_number_list
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
 
@@ -139,8 +139,8 @@ class ListwiseJudge(Judge):
         }
         orders = self._orders(prompt, len(members))
         results = await asyncio.gather(*(self._ask_order(base, completions, order) for order in orders))
-        usage = sum((usage for _, usage, _ in results), Usage())
-        failed = next((failure for _, _, failure in results if failure is not None), None)
+        usage = sum((usage for _, usage, _, _ in results), Usage())
+        failed = next((failure for _, _, failure, _ in results if failure is not None), None)
         if failed is not None:
             for position, index in enumerate(indices):
                 failure = Score.failure(
@@ -150,7 +150,8 @@ class ListwiseJudge(Judge):
                 failure.usage = usage if position == 0 else Usage()
                 scores[index] = failure
             return
-        per_order = [values for values, _, _ in results]
+        per_order = [values for values, _, _, _ in results]
+        keys = [key for _, _, _, order_keys in results for key in order_keys]
         for position, index in enumerate(indices):
             raw = sum(values[position] for values in per_order) / len(per_order)
             if self.mode == "best":
@@ -165,13 +166,15 @@ class ListwiseJudge(Judge):
                     "group_size": len(members),
                     "orderings": orders,
                     "by_ordering": [round(values[position], 6) for values in per_order],
+                    "cache_keys": keys,
                 },
             )
 
     async def _ask_order(
         self, base: dict[str, Any], completions: list[str], order: list[int]
-    ) -> tuple[list[float], Usage, Score | None]:
-        """Ask about one ordering; the values come back in the group's own order."""
+    ) -> tuple[list[float], Usage, Score | None, list[str]]:
+        """Ask about one ordering; the values come back in the group's own order, with the
+        answer's cache keys."""
         shown = [completions[i] for i in order]
         values = {**base, "responses": shown}
         if self.mode == "scores":
@@ -181,19 +184,19 @@ class ListwiseJudge(Judge):
                     text, "scores", len(shown), self.low, self.high, fences=fences
                 ),
             )
-            usage = judgement.completion.usage
+            usage, keys = judgement.completion.usage, cache_keys([judgement.completion])
             if not judgement.ok:
-                return [], usage, judgement.failure("listwise judge")
+                return [], usage, judgement.failure("listwise judge"), keys
             by_position = judgement.values or []
         else:
             labels = LabelSet([str(i) for i in range(1, len(shown) + 1)])
             choice = await self.ask(values, labels, "best")
-            usage = choice.completion.usage
+            usage, keys = choice.completion.usage, cache_keys([choice.completion])
             if not choice.ok:
-                return [], usage, choice.failure("listwise judge")
+                return [], usage, choice.failure("listwise judge"), keys
             distribution = choice.distribution(labels)
             by_position = [distribution[str(i)] for i in range(1, len(shown) + 1)]
         in_group_order = [0.0] * len(order)
         for position, original in enumerate(order):
             in_group_order[original] = float(by_position[position])
-        return in_group_order, usage, None
+        return in_group_order, usage, None, keys

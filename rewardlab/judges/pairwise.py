@@ -22,6 +22,7 @@ from typing import Any, Literal
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
+    cache_keys,
     scored,
 )
 from rewardlab.judges.verdicts import LabelSet
@@ -234,5 +235,11 @@ class PairwiseJudge(Judge):
             value=win_rate,
             breakdown={"win_rate": win_rate, "position_consistency": consistent / len(comparisons)},
             usage=usage,
-            details={"comparisons": listed},
+            details={
+                "comparisons": listed,
+                "cache_keys": cache_keys(
+                    [c.first.completion for c, _, _ in comparisons]
+                    + [c.second.completion for c, _, _ in comparisons]
+                ),
+            },
         )

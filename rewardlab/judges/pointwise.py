@@ -13,6 +13,7 @@ from rewardlab.judges.judge import (
     graded_score,
     minimum_score,
     prompt_for_judge,
+    reference_for_judge,
 )
 from rewardlab.judges.verdicts import LabelSet
 from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status
@@ -80,6 +81,7 @@ class PointwiseJudge(Judge):
         who = sample.label(index)
         try:
             prompt, completion = prompt_for_judge(sample), completion_for_judge(sample)
+            reference = reference_for_judge(sample)
         except InvalidInput as error:
             return Score.failure(Status.INVALID_INPUT, f"{who}: {error}")
         if self.is_trivial(completion):
@@ -87,7 +89,7 @@ class PointwiseJudge(Judge):
         values = {
             "prompt": prompt,
             "completion": completion,
-            "reference": sample.reference if self.use_reference else None,
+            "reference": reference if self.use_reference else None,
             "criteria": self.criteria,
             "question": self.question,
             "low": self.low,

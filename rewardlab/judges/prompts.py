@@ -6,7 +6,8 @@ The built-in templates live in ``templates/`` beside the code that uses them
 takes a path to a file of one's own, and ``template_dir`` a folder searched before the built-ins
 (so a file there named like a built-in replaces it).
 
-Untrusted text reaches a template only through the ``fence`` filter (see `fence.py`), and jinja2
+Untrusted text reaches a template only through the ``fence`` filter (see `fence.py`: nonces are
+secret, derived under a key each loaded template draws), and jinja2
 never evaluates ``{{ ... }}`` inside a value, so a completion cannot inject template code either.
 Rendering is strict: a misspelt variable is an error, not an empty string.
 """
@@ -14,6 +15,7 @@ Rendering is strict: a misspelt variable is an error, not an empty string.
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,8 @@ class JudgePrompt:
         self, name: str | Path, template_dir: str | Path | None = None, package: str = "rewardlab.judges"
     ):
         self._arguments = (name, template_dir, package)
+        #: The secret that fence nonces are derived under (see `fence.py`); kept when pickled.
+        self.fence_key = secrets.token_bytes(32)
         loaders: list[jinja2.BaseLoader] = []
         path = Path(name)
         if path.is_file():
@@ -65,22 +69,26 @@ class JudgePrompt:
         #: Part of every cache key, so that editing a template never replays stale answers.
         self.hash = hashlib.sha256(source.encode()).hexdigest()[:16]
 
-    def __getstate__(self) -> tuple[str | Path, str | Path | None, str]:
-        return self._arguments  # a jinja2 environment does not pickle; it is rebuilt from these
+    def __getstate__(self) -> tuple[tuple[str | Path, str | Path | None, str], bytes]:
+        # A jinja2 environment does not pickle; it is rebuilt from the arguments.
+        return self._arguments, self.fence_key
 
-    def __setstate__(self, state: tuple[str | Path, str | Path | None, str]) -> None:
-        self.__init__(*state)
+    def __setstate__(self, state: tuple[tuple[str | Path, str | Path | None, str], bytes]) -> None:
+        arguments, key = state
+        self.__init__(*arguments)  # type: ignore[misc]
+        self.fence_key = key
 
     def render(self, **values: Any) -> list[dict[str, str]]:
         """The chat messages for ``values``: a system message (if the block is not empty) and a
         user message."""
         return self.render_with_fences(**values)[0]
 
-    def render_with_fences(self, **values: Any) -> tuple[list[dict[str, str]], set[Fence]]:
-        """The chat messages, and the fences the template made around untrusted text (the only
-        ones whose quotes the verdict reader may hide)."""
-        made: set[Fence] = set()
-        context = self.template.new_context({**values, _FENCES: made})
+    def render_with_fences(self, **values: Any) -> tuple[list[dict[str, str]], list[Fence]]:
+        """The chat messages, and the fences the template made around untrusted text, in the
+        order it made them (the only ones whose quotes the verdict reader may hide, and the texts
+        it checks verdicts against)."""
+        made: list[Fence] = []
+        context = self.template.new_context({**values, _FENCES: made, _FENCE_KEY: self.fence_key})
         system = "".join(self.template.blocks["system"](context)).strip()
         user = "".join(self.template.blocks["user"](context)).strip()
         messages = [{"role": "system", "content": system}] if system else []
@@ -88,12 +96,14 @@ class JudgePrompt:
 
 
 _FENCES = "_rewardlab_fences"
+_FENCE_KEY = "_rewardlab_fence_key"
 
 
 @jinja2.pass_context
 def _fence_filter(context: Any, text: object, label: str) -> str:
-    """The ``fence`` filter: fences ``text`` and records the fence for this rendering."""
-    return fence(text, label, context.get(_FENCES))
+    """The ``fence`` filter: fences ``text`` under the prompt's key and records the fence for
+    this rendering."""
+    return fence(text, label, context.get(_FENCES), key=context.get(_FENCE_KEY))
 
 
 def transcript(value: str | Sequence[Mapping[str, Any]] | None, field_name: str) -> str:

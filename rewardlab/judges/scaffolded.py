@@ -35,12 +35,14 @@ from rewardlab.judges.client import Completion
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
+    cache_keys,
     call_failure,
     completion_for_judge,
     expected_label,
     graded_score,
     minimum_score,
     prompt_for_judge,
+    reference_for_judge,
     scored,
 )
 from rewardlab.judges.verdicts import LabelSet, read_label_list
@@ -177,7 +179,7 @@ class ReferenceScaffoldedJudge(Judge):
     def _task(self, sample: Sample, index: int) -> _Task:
         prompt, completion = prompt_for_judge(sample), completion_for_judge(sample)
         precomputed = sample.fields.get(self.scaffold_field)
-        reference = sample.reference
+        reference = reference_for_judge(sample)
         if not isinstance(reference, str) or not reference.strip():
             if precomputed is None or self.show_reference:
                 raise InvalidInput(
@@ -274,6 +276,7 @@ class ReferenceScaffoldedJudge(Judge):
                 return failure
             steps = [self._expected_value(j) for j in judgements]
             labels = [j.verdict.label for j in judgements]  # type: ignore[union-attr]
+            keys = cache_keys([j.completion for j in judgements])
         else:
             listed = await self.ask_list(
                 {**values, "segments": segments},
@@ -286,6 +289,7 @@ class ReferenceScaffoldedJudge(Judge):
                 return listed.failure(who)
             labels = listed.values or []
             steps = [self.step_values[label] for label in labels]
+            keys = cache_keys([listed.completion])
         return Score(
             value=aggregate_steps(steps, self.aggregate),
             steps=steps,
@@ -295,6 +299,7 @@ class ReferenceScaffoldedJudge(Judge):
                 "segments": [list(span) for span in spans],
                 "labels": labels,
                 "aggregate": self.aggregate,
+                "cache_keys": keys,
             },
         )
 

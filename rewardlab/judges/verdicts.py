@@ -1,22 +1,45 @@
-"""Reading a verdict out of a judge's answer - strictly, and never by guessing.
+"""Reading a verdict out of a judge's answer - strictly, never by guessing, and never from text
+the judge may be quoting.
 
 Every judge verdict is one label out of a known set (a score on a scale, yes/no, A/B/tie, the
-best of G, a step label) or a list of them. The reader looks, in order of trust, for:
+best of G, a step label) or a list of them. The policy, in full:
 
-1. the last JSON object in the answer that has the verdict key (what the prompts ask for);
-2. unless ``strict``, an explicit verdict statement - the last ``[[7]]``; else the last
-   ``Score: 7`` (a verdict word, then ``:`` or ``=``); else, on a numeric scale, the last ``7/10``;
-3. an answer that is nothing but a label (verdict-only prompts, guided choice).
+1. **Quotes of the prompt's fences are blanked first.** Text the judge quotes back from inside a
+   fence of its prompt - marked by the fence's secret nonce (`fence.py`) - is not read.
+2. **The verdict is the judge's own structure, where the prompt asks for it**: a JSON object
+   holding the verdict key that ends the answer (nothing after it but space, backticks or a
+   full stop). Drafts, quotes and reasoning before it do not count.
+3. **Otherwise every verdict stated counts, and they must agree**: each JSON object holding the
+   key, and unless ``strict``, each statement - ``[[7]]``, a verdict word then ``:`` or ``=``
+   (``Score: 7``), on a numeric scale ``7/10`` and ``7 out of 10`` - and a label that ends the
+   answer (``...on reflection, 3``), which revises what came before. Several different labels
+   are ``parse_error`` (`VerdictError`): ``Rating: [[3]] but the response claims [[10]]``,
+   ``Grade: 3 (out of 10). Best: 10``. A label ending the answer never makes a verdict alone
+   ("the right total is 4" grades nothing), and an answer that is nothing but a label is that
+   label (verdict-only prompts, guided choice).
+4. **A verdict the fenced texts state is suspect**: the judge may be quoting the completion
+   without its markers (``The response ends with "...Score: 10"``). A JSON verdict or statement
+   whose label a fenced text states in a marked form - a JSON ``"key": label``, ``[[label]]`` or
+   ``<verdict word>: label``; a fraction only against a fraction (``7/10`` is common in
+   mathematics) - makes the answer ``parse_error``, wherever it stands. The fenced text is read
+   as it is and as it looks (look-alike letters, full-width digits and invisible characters
+   folded), since a judge may tidy what it quotes. Exempt is only a verdict whose structure the
+   backend enforced: the whole answer as the JSON its schema demanded (``strict``), or a bare
+   label (guided choice), neither of which can quote.
 
-In statements a one-letter label must be written in its case ("A", not the article "a"). Text
-the judge quotes back from inside a fence of the prompt (the completion, say, with its own fake
-"Score: 10") is blanked out first, so only the judge's own words can carry the verdict. Finding
-nothing, or a value outside the label set, raises `VerdictError`: the score becomes
-``parse_error`` with the raw answer kept, never a guessed number.
+In statements a one-letter label must be written in its case ("A", not the article "a"), and a
+number is read only whole (``7.5`` and ``7,5`` state no label). A value outside the label set
+raises `VerdictError`: the score becomes ``parse_error`` with the raw answer kept, never a
+guessed number. The price of rule 4 is that a completion which itself states the verdict the
+judge gives (a completion that is a review ending "Score: 8") makes that answer ``parse_error``
+- a judge backend with structured output avoids it. List verdicts (`read_label_list`,
+`read_number_list`) follow rules 1, 2 and 4, and, without a final JSON object, every JSON list
+verdict must agree.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -28,6 +51,7 @@ from typing import Any
 
 from rewardlab.judges.backend import ChatResponse
 from rewardlab.judges.fence import Fence, UnclosedFence, blank_fenced
+from rewardlab.rewards.visible_text import as_seen
 
 #: Words that introduce a verdict in free text ("Score: 7", "Winner = A", "Verdict: yes").
 VERDICT_WORDS = ("score", "rating", "grade", "verdict", "winner", "label", "best", "decision")
@@ -69,7 +93,8 @@ class LabelSet:
             f"(?-i:{spelling.upper()})" if len(spelling) == 1 and spelling.isalpha() else re.escape(spelling)
             for spelling in sorted(self._spellings, key=len, reverse=True)
         )
-        self.pattern = f"(?<![\\w.])(?:{alternatives})(?![\\w]|\\.\\d)"
+        # Not part of a word or of a decimal: "7.5" and "7,5" state no label.
+        self.pattern = f"(?<![\\w.])(?<!\\d,)(?:{alternatives})(?![\\w]|[.,]\\d)"
 
     @property
     def prefix_free(self) -> bool:
@@ -204,6 +229,101 @@ def _too_long_integer(match: re.Match[str]) -> bool:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Statement:
+    """One verdict stated in a text: the label, its span, and the form it was stated in."""
+
+    label: str
+    start: int
+    end: int
+    form: str
+
+
+#: Forms of statement (rule 3 of the module docstring); "closing" is a label ending the answer.
+_JSON, _BRACKETS, _WORD, _FRACTION, _CLOSING = "json", "brackets", "word", "fraction", "closing"
+#: What may follow the verdict that ends an answer.
+_TRAILER = re.compile(r"[\s`*_.]*")
+
+
+def _statement_patterns(labels: LabelSet, key: str, scale_max: int | None) -> dict[str, re.Pattern[str]]:
+    """The patterns of the statement forms, each with the label as group 1."""
+    words = "|".join(VERDICT_WORDS)
+    patterns = {
+        # JSON-like ``"key": label`` (read in fenced texts, where the JSON need not be valid);
+        # possessive, so that a run of space is read one way only.
+        _JSON: rf"[\"']{re.escape(key)}[\"']\s*+:\s*+(?:[\"']\s*+)?({labels.pattern})",
+        _BRACKETS: rf"\[\[\s*({labels.pattern})\s*\]\]",
+        # ``Score: **7``: the space around the optional stars is read one way only (as
+        # ``\s*\**\s*`` a long run of space with no label after it was split in every way).
+        _WORD: rf"\b(?:{words})\b\**\s*[:=]\s*(?:\*+\s*)?\(?({labels.pattern})",
+    }
+    if scale_max is not None:
+        patterns[_FRACTION] = rf"({labels.pattern})\s*(?:/|out of)\s*{scale_max}\b"
+    return {form: re.compile(pattern, re.IGNORECASE) for form, pattern in patterns.items()}
+
+
+def _stated(
+    text: str, patterns: dict[str, re.Pattern[str]], labels: LabelSet, forms: tuple[str, ...]
+) -> list[_Statement]:
+    found = []
+    for form in forms:
+        for match in patterns[form].finditer(text):
+            label = labels.canonical(match.group(1))
+            if label is not None:
+                found.append(_Statement(label, match.start(1), match.end(1), form))
+    return found
+
+
+def _closing(text: str, labels: LabelSet, scale_max: int | None) -> _Statement | None:
+    """A label that ends ``text`` (the last thing but punctuation), unless it is the scale of a
+    fraction (``3/10``, ``2 out of 10``)."""
+    stripped = text.rstrip(" \t\r\n*_`'\".!)]")
+    # Searched from near the end only (a label is short); the look-behind still sees before it.
+    match = re.compile(rf"(?:{labels.pattern})\Z", re.IGNORECASE).search(stripped, max(0, len(stripped) - 64))
+    if match is None:
+        return None
+    before = stripped[max(0, match.start() - 8) : match.start()].rstrip().lower()
+    if scale_max is not None and before.endswith(("/", "out of")):
+        return None
+    label = labels.canonical(match.group())
+    return None if label is None else _Statement(label, match.start(), match.end(), _CLOSING)
+
+
+def _suspect(
+    statements: list[_Statement],
+    fences: Collection[Fence],
+    patterns: dict[str, re.Pattern[str]],
+    labels: LabelSet,
+) -> tuple[_Statement, str] | None:
+    """The first statement whose label a fenced text states too (rule 4), and that fence's label."""
+    checked = [statement for statement in statements if statement.form != _CLOSING]
+    if not checked:
+        return None
+    marked = (_JSON, _BRACKETS, _WORD)
+    for made in fences:
+        stated = {
+            (s.label, s.form)
+            for text in _readings(made.text)
+            for s in _stated(text, patterns, labels, tuple(patterns))
+        }
+        in_marked = {label for label, form in stated if form in marked}
+        for statement in checked:
+            if statement.label in in_marked or (statement.label, statement.form) in stated:
+                return statement, made.label
+    return None
+
+
+def _readings(text: str) -> set[str]:
+    """A fenced text as the judge reads it - every character, an HTML comment too - and as it
+    looks (`as_seen`: look-alike letters and full-width digits folded, invisible characters and
+    markup dropped), since a judge quoting ``Ѕсоrе: １０`` may well write ``Score: 10``."""
+    return {text, as_seen(text)}
+
+
+def _ends_answer(text: str, end: int) -> bool:
+    return _TRAILER.match(text, end).end() == len(text)  # type: ignore[union-attr]  # always matches
+
+
 def read_label(
     answer: str,
     labels: LabelSet,
@@ -213,25 +333,53 @@ def read_label(
     strict: bool = False,
     scale_max: int | None = None,
 ) -> Verdict:
-    """The verdict labelled ``key`` in ``answer`` (see the module docstring for the order).
+    """The verdict labelled ``key`` in ``answer`` (see the module docstring for the policy).
 
     Args:
         answer: The judge's answer.
         labels: The valid labels.
         key: The JSON key holding the verdict (``"score"``, ``"winner"``, ...).
-        fences: The fences the judge made in its prompt (`JudgePrompt.render_with_fences`),
-            whose quotes are not read.
-        strict: Accept only JSON and bare-label answers, not verdict statements in prose.
+        fences: The fences the judge made in its prompt (`JudgePrompt.render_with_fences`):
+            their quotes are not read, and a verdict their texts state is suspect.
+        strict: The backend was asked for a JSON schema: accept only JSON and bare-label
+            answers, and trust a JSON answer that is the whole answer.
         scale_max: For numeric scales, also read ``7/10`` and ``7 out of 10`` with this maximum.
     """
     visible = _visible(answer, fences)
-    for start, end, value in reversed(json_objects(visible)):
-        if isinstance(value, dict) and key in value:
-            return _json_verdict(visible[start:end], start, key, value[key], labels)
+    patterns = _statement_patterns(labels, key, scale_max)
+    objects = [
+        (start, end, value)
+        for start, end, value in json_objects(visible)
+        if isinstance(value, dict) and key in value
+    ]
+    if objects and _ends_answer(visible, objects[-1][1]):
+        start, end, value = objects[-1]
+        verdict = _json_verdict(visible[start:end], start, key, value[key], labels)
+        if strict and not visible[:start].strip():
+            return verdict  # the structure the backend enforced: nothing to quote from
+        _refuse_suspect(
+            [_Statement(verdict.label, verdict.start, verdict.end, _JSON)], fences, patterns, labels
+        )
+        return verdict
+    statements = [
+        _Statement(_json_verdict(visible[s:e], s, key, v[key], labels).label, s, e, _JSON)
+        for s, e, v in objects
+    ]
     if not strict:
-        statement = _last_statement(visible, labels, scale_max)
-        if statement is not None:
-            return statement
+        statements += _stated(visible, patterns, labels, tuple(form for form in patterns if form != _JSON))
+        closing = _closing(visible, labels, scale_max)
+        if closing is not None and statements:
+            statements.append(closing)
+    if statements:
+        stated = sorted({statement.label for statement in statements}, key=labels.labels.index)
+        if len(stated) > 1:
+            raise VerdictError(f"several different verdicts ({', '.join(stated)}): the answer must state one")
+        _refuse_suspect(statements, fences, patterns, labels)
+        if objects:
+            start, end, value = objects[-1]
+            return _json_verdict(visible[start:end], start, key, value[key], labels)
+        last = max((s for s in statements if s.form != _CLOSING), key=lambda s: s.start)
+        return Verdict(last.label, last.start, last.end, "text")
     bare = visible.strip().strip("*_`\"'.!:").strip()
     label = labels.canonical(bare)
     if label is not None:
@@ -239,6 +387,21 @@ def read_label(
         return Verdict(label, start, start + len(bare), "bare")
     wanted = f'JSON {{"{key}": ...}}' if strict else f'JSON {{"{key}": ...}} or a verdict statement'
     raise VerdictError(f"no verdict found: expected {wanted} with {labels.describe()}")
+
+
+def _refuse_suspect(
+    statements: list[_Statement],
+    fences: Collection[Fence],
+    patterns: dict[str, re.Pattern[str]],
+    labels: LabelSet,
+) -> None:
+    suspect = _suspect(statements, fences, patterns, labels)
+    if suspect is not None:
+        statement, where = suspect
+        raise VerdictError(
+            f"the verdict {statement.label!r} is also stated inside the {where} text, so the judge may "
+            "be quoting it: not read as the judge's own"
+        )
 
 
 def _json_verdict(body: str, start: int, key: str, value: Any, labels: LabelSet) -> Verdict:
@@ -261,32 +424,11 @@ def _visible(answer: str, fences: Collection[Fence]) -> str:
         raise VerdictError(str(error)) from None
 
 
-def _last_statement(text: str, labels: LabelSet, scale_max: int | None) -> Verdict | None:
-    """The last statement of the most explicit kind present (see the module docstring)."""
-    words = "|".join(VERDICT_WORDS)
-    patterns = [
-        rf"\[\[\s*({labels.pattern})\s*\]\]",
-        # ``Score: **7``: the space around the optional stars is read one way only (as
-        # ``\s*\**\s*`` a long run of space with no label after it was split in every way).
-        rf"\b(?:{words})\b\**\s*[:=]\s*(?:\*+\s*)?\(?({labels.pattern})",
-    ]
-    if scale_max is not None:
-        patterns.append(rf"({labels.pattern})\s*(?:/|out of)\s*{scale_max}\b")
-    for pattern in patterns:
-        matches = list(re.finditer(pattern, text, flags=re.IGNORECASE))
-        if matches:
-            last = matches[-1]
-            label = labels.canonical(last.group(1))
-            if label is not None:
-                return Verdict(label, last.start(1), last.end(1), "text")
-    return None
-
-
 def read_label_list(
     answer: str, labels: LabelSet, key: str, count: int, *, fences: Collection[Fence] = ()
 ) -> list[str]:
-    """A list of ``count`` labels under ``key`` in the last JSON object that has it, given as a
-    list (``{"labels": ["progress", ...]}``) or as numbered entries (``{"1": ..., "2": ...}`` or
+    """A list of ``count`` labels under ``key`` (see `_json_list` for which JSON object), given as
+    a list (``{"labels": ["progress", ...]}``) or as numbered entries (``{"1": ..., "2": ...}`` or
     ``[{"segment": 1, "label": ...}, ...]``)."""
     values = _json_list(answer, key, count, fences)
     result = []
@@ -314,11 +456,47 @@ def read_number_list(
 
 
 def _json_list(answer: str, key: str, count: int, fences: Collection[Fence]) -> list[Any]:
+    """The list verdict: the JSON object holding ``key`` that ends the answer, else every such
+    object, which must agree; a verdict a fenced text holds too is suspect (module docstring)."""
     visible = _visible(answer, fences)
-    for _, _, value in reversed(json_objects(visible)):
-        if isinstance(value, dict) and key in value:
-            return _numbered(value[key], key, count)
-    raise VerdictError(f'no verdict found: expected JSON {{"{key}": [...]}} with {count} entries')
+    objects = [
+        (end, value) for _, end, value in json_objects(visible) if isinstance(value, dict) and key in value
+    ]
+    if not objects:
+        raise VerdictError(f'no verdict found: expected JSON {{"{key}": [...]}} with {count} entries')
+    if _ends_answer(visible, objects[-1][0]):
+        objects = objects[-1:]
+    lists = [_numbered(value[key], key, count) for _, value in objects]
+    if len({_list_form(values) for values in lists}) > 1:
+        raise VerdictError(f'several different "{key}" lists: the answer must state one')
+    for made in fences:
+        if any(_list_form(lists[0]) in _quoted_lists(text, key, count) for text in _readings(made.text)):
+            raise VerdictError(
+                f'the "{key}" list is also inside the {made.label} text, so the judge may be quoting '
+                "it: not read as the judge's own"
+            )
+    return lists[-1]
+
+
+def _list_form(values: list[Any]) -> tuple[str, ...]:
+    return tuple(str(value).strip().lower() for value in values)
+
+
+def _quoted_lists(text: str, key: str, count: int) -> set[tuple[str, ...]]:
+    """Every list verdict under ``key`` that ``text`` holds, in any JSON object, nested or not."""
+    found = set()
+    stack = [value for _, _, value in json_objects(text)]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if key in value:
+                # A value not of a verdict's shape is nothing the judge could quote as one.
+                with contextlib.suppress(VerdictError):
+                    found.add(_list_form(_numbered(value[key], key, count)))
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return found
 
 
 def _numbered(value: Any, key: str, count: int) -> list[Any]:

@@ -23,7 +23,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import islice
@@ -35,6 +35,7 @@ from tqdm import tqdm
 from rewardlab.offline.rows import Columns, Format, Row, RowError, RowSource, open_rows
 from rewardlab.offline.summary import Summary, summary_path
 from rewardlab.rewards.contract import Reward, Score, Status, check_batch
+from rewardlab.rewards.progress import listening
 
 
 class OutputError(ValueError):
@@ -130,11 +131,15 @@ def _row_error_score(location: str, error: RowError) -> Score:
     )
 
 
-async def score_batch(reward: Reward, rows: list[Row]) -> list[dict[str, Any]]:
-    """The output records of one batch, in row order; never raises (a failing reward fails the batch)."""
+async def score_batch(
+    reward: Reward, rows: list[Row], on_done: Callable[[int], None] | None = None
+) -> list[dict[str, Any]]:
+    """The output records of one batch, in row order; never raises (a failing reward fails the batch).
+    ``on_done`` hears of rows the reward finished before the whole batch (`report_done`)."""
     samples = [row.sample for row in rows if row.sample is not None]
     try:
-        scores = check_batch(reward, samples, await reward.ascore(samples)) if samples else []
+        with listening(reward, on_done or (lambda count: None)):
+            scores = check_batch(reward, samples, await reward.ascore(samples)) if samples else []
     except Exception as error:  # noqa: BLE001 - a reward bug fails its batch, not the run
         reason = f"reward {reward.name!r} failed on the batch: {type(error).__name__}: {error}"
         scores = [Score.failure(Status.ERROR, reason)] * len(samples)
@@ -196,6 +201,21 @@ def record_lines(records: list[dict[str, Any]]) -> str:
 
 
 @dataclass(slots=True)
+class BatchProgress:
+    """A batch's rows on the progress bar: those its reward reports finished early (`report_done`:
+    a `Route`'s rule routes before its judge route), then the rest when the batch is written."""
+
+    _bar: tqdm
+    size: int
+    shown: int = 0
+
+    def done(self, count: int) -> None:
+        count = min(count, self.size - self.shown)
+        self.shown += count
+        self._bar.update(count)
+
+
+@dataclass(slots=True)
 class ScoringOutput:
     """One run's output file: the input rows it still lacks, and where their records go.
 
@@ -209,21 +229,26 @@ class ScoringOutput:
     _file: TextIO
     _bar: tqdm
 
-    def write(self, records: list[dict[str, Any]]) -> None:
-        """Append one finished batch's records, flushed, and count them in the summary and bar."""
-        self._append(record_lines(records), records)
+    def write(self, records: list[dict[str, Any]], shown: int = 0) -> None:
+        """Append one finished batch's records, flushed, and count them in the summary and bar
+        (``shown`` of them are on the bar already: see `progress_of`)."""
+        self._append(record_lines(records), records, shown)
+
+    def progress_of(self, size: int) -> BatchProgress:
+        """The bar's account of a batch of ``size`` rows (see `BatchProgress`)."""
+        return BatchProgress(self._bar, size)
 
     def write_lines(self, lines: str) -> None:
         """`write` for records already made lines by `record_lines` (in another process)."""
         self._append(lines, [json.loads(line) for line in lines.split("\n") if line])
 
-    def _append(self, lines: str, records: list[dict[str, Any]]) -> None:
+    def _append(self, lines: str, records: list[dict[str, Any]], shown: int = 0) -> None:
         self._file.write(lines)
         self._file.flush()
         for record in records:
             self.summary.add(record)
         self.summary.scored += len(records)
-        self._bar.update(len(records))
+        self._bar.update(len(records) - shown)
 
 
 @contextmanager
@@ -267,12 +292,11 @@ def open_output(
 BatchTask = asyncio.Task[list[dict[str, Any]]]
 
 
-async def _write_next(sink: ScoringOutput, in_flight: set[BatchTask]) -> set[BatchTask]:
-    """Wait for at least one batch, write every finished one; return those still in flight."""
-    finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+async def _write_next(sink: ScoringOutput, in_flight: dict[BatchTask, BatchProgress]) -> None:
+    """Wait for at least one batch and write every finished one, taking it out of ``in_flight``."""
+    finished, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
     for task in finished:
-        sink.write(task.result())
-    return in_flight
+        sink.write(task.result(), shown=in_flight.pop(task).shown)
 
 
 async def ascore_rows(reward: Reward, source: RowSource, output: str | Path, options: RunOptions) -> Summary:
@@ -282,13 +306,14 @@ async def ascore_rows(reward: Reward, source: RowSource, output: str | Path, opt
     Raises `OutputError` when the output exists and neither resume nor overwrite is set.
     """
     with open_output(source, Path(output), options, reward.name) as sink:
-        in_flight: set[BatchTask] = set()
+        in_flight: dict[BatchTask, BatchProgress] = {}
         for batch in batches(sink.rows, options.batch_size):
             if len(in_flight) >= options.concurrency:
-                in_flight = await _write_next(sink, in_flight)
-            in_flight.add(asyncio.create_task(score_batch(reward, batch)))
+                await _write_next(sink, in_flight)
+            progress = sink.progress_of(len(batch))
+            in_flight[asyncio.create_task(score_batch(reward, batch, progress.done))] = progress
         while in_flight:
-            in_flight = await _write_next(sink, in_flight)
+            await _write_next(sink, in_flight)
     return sink.summary
 
 

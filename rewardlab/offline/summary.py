@@ -10,10 +10,44 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+#: Statuses that mean the pipeline itself failed (a backend down, a missing dependency, a bug),
+#: not the row: a run with any of them did not really work.
+SYSTEMIC_STATUSES = frozenset({"backend_error", "error"})
+
+
+@dataclass(slots=True)
+class Failure:
+    """Rows where one part of the pipeline failed the same way, and the first reason given."""
+
+    count: int
+    reason: str
+
+
+def failed_components(details: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, str]]:
+    """(where, status) for each component a combination skipped because it failed, at any depth:
+    `Combine` lists them in ``details["skipped"]``, a `Route` names its route in ``"route"``."""
+    where = f"{path}/{details['route']}" if isinstance(details.get("route"), str) else path
+    skipped = details.get("skipped")
+    if isinstance(skipped, Mapping):
+        for name, status in skipped.items():
+            yield f"{where}/{name}".lstrip("/"), str(status)
+    for name, nested in details.items():
+        if isinstance(nested, Mapping) and name != "skipped":
+            yield from failed_components(nested, f"{where}/{name}")
+
+
+def _reason_of(component: str, reason: str | None) -> str:
+    """The part of a combined reason ("a: ...; b: ...") that a component gave."""
+    name = component.rsplit("/", 1)[-1]
+    for part in (reason or "").split("; "):
+        if part.startswith(f"{name}: "):
+            return part[len(name) + 2 :]
+    return reason or "no reason given"
 
 
 def summary_path(output: Path) -> Path:
@@ -56,6 +90,8 @@ class Summary:
         model_calls: Model calls the scores needed (judges), with ``cached_calls`` of them
             answered by the cache; tokens and cost of the rest.
         wall_s: Wall time of this run.
+        failures: Pipeline failures (`SYSTEMIC_STATUSES`), by ``"<where>: <status>"``: failed
+            rows, and components a combination skipped because they failed.
     """
 
     reward: str
@@ -73,6 +109,7 @@ class Summary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    failures: dict[str, Failure] = field(default_factory=dict)
     _value: _Mean = field(default_factory=_Mean, init=False, repr=False)
     _components: dict[str, _Mean] = field(default_factory=dict, init=False, repr=False)
 
@@ -86,8 +123,18 @@ class Summary:
         for name, value in (record.get("breakdown") or {}).items():
             if _finite(value):
                 self._components.setdefault(name, _Mean()).add(value)
-        if "row_error" in (record.get("details") or {}):
+        details = record.get("details") or {}
+        if "row_error" in details:
             self.row_errors += 1
+        if status in SYSTEMIC_STATUSES:
+            where = (
+                f"{self.reward}/{details['route']}" if isinstance(details.get("route"), str) else self.reward
+            )
+            self._failed(f"{where}: {status}", record.get("reason") or "no reason given")
+        for where, component_status in failed_components(details):
+            if component_status in SYSTEMIC_STATUSES:
+                reason = _reason_of(where, record.get("reason"))
+                self._failed(f"{self.reward}/{where}: {component_status}", reason)
         usage = record.get("usage")
         if isinstance(usage, Mapping):
             self.model_calls += int(usage.get("calls") or 0)
@@ -95,6 +142,19 @@ class Summary:
             self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
             self.completion_tokens += int(usage.get("completion_tokens") or 0)
             self.cost_usd += float(usage.get("cost_usd") or 0.0)
+
+    def _failed(self, key: str, reason: str) -> None:
+        if key in self.failures:
+            self.failures[key].count += 1
+        else:
+            self.failures[key] = Failure(1, reason[:300])
+
+    def failure_lines(self) -> list[str]:
+        """One line per way the pipeline failed: where, the status, how many rows, the first reason."""
+        return [
+            f"{key} in {failure.count} rows, e.g. {failure.reason}"
+            for key, failure in sorted(self.failures.items(), key=lambda item: -item[1].count)
+        ]
 
     @property
     def mean_value(self) -> float | None:
@@ -131,6 +191,9 @@ class Summary:
             "cost_usd": self.cost_usd,
             "wall_s": self.wall_s,
             "rows_per_s": self.rows_per_s,
+            "failures": {
+                key: {"rows": f.count, "reason": f.reason} for key, f in sorted(self.failures.items())
+            },
         }
 
     def write(self, path: Path) -> None:

@@ -37,6 +37,7 @@ the text whatever it holds.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -184,6 +185,24 @@ def _harmony_final(text: str) -> Region | None:
     return Region(_joined(messages), "harmony_final")
 
 
+@functools.lru_cache(maxsize=64)
+def _by_first_character(markers: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    grouped: dict[str, list[str]] = {}
+    for marker in markers:
+        grouped.setdefault(marker[0], []).append(marker)
+    return tuple((first, tuple(group)) for first, group in grouped.items())
+
+
+def _holds_any(text: str, markers: tuple[str, ...]) -> bool:
+    """Whether ``text`` holds one of ``markers``. Most completions hold none, and few hold a
+    marker's first character ("<"), so that character is looked for first: a dozen substring
+    searches of a long completion cost more than reading the rest of its answer region."""
+    for first, group in _by_first_character(markers):
+        if first in text and any(marker in text for marker in group):
+            return True
+    return False
+
+
 def _joined(parts: Sequence[str]) -> str:
     return "\n\n".join(part.strip() for part in parts if part.strip())
 
@@ -241,6 +260,11 @@ class AnswerRegion:
         """The answer region of a completion's text."""
         if self.whole:
             return Region(text, "whole")
+        if not _holds_any(text, self._all_markers()):
+            return Region(_joined([text]), "outside_reasoning")  # what `_read_blocks` gives
+        return self._read_blocks(text)
+
+    def _read_blocks(self, text: str) -> Region:
         if self.harmony and (final := _harmony_final(text)) is not None:
             if final.text is None:
                 return final
@@ -249,6 +273,10 @@ class AnswerRegion:
             region = self._without_reasoning(final.text, stray_closes=False)
             return Region(region.text, "harmony_final", region.reason) if region.text is not None else region
         return self._without_reasoning(text)
+
+    def _all_markers(self) -> tuple[str, ...]:
+        pairs = (*self.reasoning, *self.answers)
+        return (*(marker for pair in pairs for marker in pair), *(_HARMONY_STARTS if self.harmony else ()))
 
     def _without_reasoning(self, text: str, *, stray_closes: bool = True) -> Region:
         reasoning = _outside_blocks(

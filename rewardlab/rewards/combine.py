@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage, check_batch
+from rewardlab.rewards.progress import report_done
 from rewardlab.rewards.registry import ConfigError, build
 
 
@@ -56,7 +57,7 @@ class Combine(Reward):
         on_component_failure: ``"fail"`` (default): if a component could not score a sample
             (timeout, backend error, ...), the combined score fails with that status, since a
             missing term would otherwise read as a 0. ``"skip"``: combine the remaining ones and
-            list the skipped components in ``details["skipped"]``.
+            list the skipped components and their statuses in ``details["skipped"]``.
 
     A component that is ``not_applicable`` to a sample is left out of its value; when no
     component applies, the combined score is ``not_applicable`` too.
@@ -157,7 +158,7 @@ class Combine(Reward):
                 details=details,
             )
         if failed:
-            details["skipped"] = sorted(failed)
+            details["skipped"] = {name: str(failed[name].status) for name in sorted(failed)}
 
         counted = {name: score.value for name, score in parts.items() if score.ok}
         if not counted:
@@ -269,6 +270,7 @@ class Route(Reward):
             for index, score in zip(indices, results, strict=True):
                 breakdown = {label: score.value, **_prefixed(label, score.breakdown)} if score.ok else {}
                 scores[index] = replace(score, breakdown=breakdown, details={**score.details, "route": label})
+            report_done(self, len(indices))
 
         await asyncio.gather(*(run(key, indices) for key, indices in groups.items()))
         return scores  # type: ignore[return-value]  # every slot is filled above

@@ -1,7 +1,30 @@
-"""JSON output checked against a JSON Schema: structured-output and tool-argument tasks."""
+"""JSON output checked against a JSON Schema: structured-output and tool-argument tasks.
+
+Schemas come from configs and, per sample, from data, so two things jsonschema does by default
+are turned off:
+
+- Fetching ``$ref``s. Without a registry, jsonschema 4.18+ still retrieves any URI it cannot
+  resolve - over HTTP, or ``file://`` from the disk - with a deprecation warning (the
+  "Resolving References to Schemas" page of its docs). A fetched document would decide the
+  reward, and a URL that never answers would hold the check for as long as the socket waits. Every
+  validator here gets a `referencing.Registry` whose ``retrieve`` refuses (referencing's docs:
+  ``retrieve`` is called for URIs the registry lacks and raises ``NoSuchResource`` when there is
+  none); jsonschema combines it with the bundled metaschemas, so references inside the schema and
+  to a metaschema still resolve, and any other one is unresolvable (the sample is
+  ``invalid_input``).
+- Backtracking regular expressions. ``pattern`` meets the completion's strings, and Python's
+  ``re`` can take exponential time on them (``^(a+)+$`` against ``"aaaa...!"``) while holding the
+  GIL. It is matched by RE2 (``google-re2``), in time linear in the string, which is also closer
+  to the ECMA-262 semantics JSON Schema specifies (``$`` only at the end of the string, digits
+  only ASCII). A pattern RE2 cannot run (lookaround, backreferences, possessive quantifiers)
+  falls back to Python's ``re``, as do ``patternProperties``, whose regexes jsonschema also applies inside
+  ``additionalProperties`` and ``unevaluatedProperties`` (they must agree there); those matches
+  are bounded by the per-sample budget of the rule worker (``execution: worker``, the default).
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Hashable, Iterator, Mapping
@@ -9,9 +32,11 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import jsonschema
+import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 from jsonschema import validators
 from jsonschema.protocols import Validator
-from referencing.exceptions import Unresolvable
+from referencing import Registry
+from referencing.exceptions import NoSuchResource, Unresolvable
 
 from rewardlab.rewards.contract import InvalidInput, Sample, Score
 from rewardlab.rewards.details import clipped
@@ -57,6 +82,33 @@ def _unique_items(validator: Validator, unique: bool, instance: Any, schema: Map
                 )
                 return
             seen.add(key)
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    """A `Registry` ``retrieve`` that never fetches: every URI outside the schema is absent."""
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class mypy cannot read
+
+
+#: The registry of every validator here: nothing but the schema itself and the metaschemas.
+_NO_RETRIEVAL: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]  # attrs alias
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_pattern(pattern: str) -> Any:
+    """``pattern`` compiled by RE2, or by Python's ``re`` when RE2 cannot run it."""
+    options = re2.Options()
+    options.log_errors = False  # a refused pattern is expected, not worth a line on stderr
+    try:
+        return re2.compile(pattern, options)
+    except re2.error:
+        return re.compile(pattern)
+
+
+def _pattern(validator: Validator, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterator:
+    """``pattern`` in linear time where RE2 can run it (see the module docstring)."""
+    if validator.is_type(instance, "string") and not _compiled_pattern(pattern).search(instance):
+        shown, pattern_shown = clipped(repr(instance), _MESSAGE_CHARS), clipped(repr(pattern), _MESSAGE_CHARS)
+        yield jsonschema.ValidationError(f"{shown} does not match {pattern_shown}")
 
 
 def _refuse_constant(name: str) -> None:
@@ -139,8 +191,9 @@ def _meaning(block: str) -> Hashable:
 def load_validator(schema: Any, *, check_formats: bool) -> Validator:
     """A validator for ``schema`` (a mapping, a boolean schema, or its JSON text).
 
-    The draft is the one the schema's ``$schema`` names, else Draft 2020-12. Raises ValueError when
-    the schema is not JSON or not a valid schema of its draft.
+    The draft is the one the schema's ``$schema`` names, else Draft 2020-12. ``$ref``s outside the
+    schema are never fetched, and ``pattern`` runs on RE2 (see the module docstring). Raises
+    ValueError when the schema is not JSON or not a valid schema of its draft.
     """
     if isinstance(schema, str):
         try:
@@ -155,8 +208,8 @@ def load_validator(schema: Any, *, check_formats: bool) -> Validator:
     except jsonschema.SchemaError as error:
         raise ValueError(f"invalid schema at {error.json_path}: {_clipped(error.message)}") from None
     format_checker = validator_class.FORMAT_CHECKER if check_formats else None
-    linear = validators.extend(validator_class, {"uniqueItems": _unique_items})
-    return linear(schema, format_checker=format_checker)
+    linear = validators.extend(validator_class, {"uniqueItems": _unique_items, "pattern": _pattern})
+    return linear(schema, format_checker=format_checker, registry=_NO_RETRIEVAL)
 
 
 class JsonSchemaReward(RuleReward):
@@ -187,8 +240,9 @@ class JsonSchemaReward(RuleReward):
 
     JSON is read strictly: ``NaN``, ``Infinity`` and an object with a key twice (a first-wins and
     a last-wins reader disagree on it) are not JSON. The draft is the one the schema's ``$schema``
-    names, else Draft 2020-12. Remote ``$ref``s are never fetched (no network at reward time): a
-    schema that needs one is ``invalid_input``.
+    names, else Draft 2020-12. ``$ref``s outside the schema (``http://``, ``file://``, or relative to
+    such an ``$id``) are never fetched: a schema that needs one is ``invalid_input``. ``pattern``
+    is matched in linear time by RE2 where RE2 can run it (see the module docstring).
 
     Example:
         >>> from rewardlab import Sample

@@ -30,9 +30,11 @@ def read_generated_criteria(
     """The criteria in the last ``{"criteria": [...]}`` of ``answer``.
 
     Entries with an unknown category (or none, unless ``default_category`` is given) or no text
-    are dropped (a model's slip should not cost the whole rubric); fewer than ``bounds[0]``
-    usable ones, or no such JSON at all, is a `VerdictError`. Only the first ``bounds[1]`` are
-    kept.
+    are dropped (a model's slip should not cost the whole rubric), and so is an entry whose text
+    a fenced text holds in a ``criteria`` list of its own: a policy response under elicitation
+    can carry criteria for the judge to quote back, as it can carry verdicts (`verdicts.py`).
+    Fewer than ``bounds[0]`` usable ones, or no such JSON at all, is a `VerdictError`. Only the
+    first ``bounds[1]`` are kept.
     """
     min_criteria, max_criteria = bounds
     try:
@@ -51,10 +53,11 @@ def read_generated_criteria(
         raise VerdictError(
             'no rubric found: expected JSON {"criteria": [{"text": ..., "category": ...}, ...]}'
         )
+    planted = {text for made in fences for text in _listed_texts(made.text)}
     criteria: list[Criterion] = []
     seen: set[str] = set()  # the ids kept so far (a set: rebuilding it per entry was quadratic)
     for entry in listed:
-        if not isinstance(entry, dict):
+        if not isinstance(entry, dict) or _normal(entry.get("text")) in planted:
             continue
         category = entry.get("category", default_category)
         if category not in CATEGORY_WEIGHTS:
@@ -73,6 +76,26 @@ def read_generated_criteria(
             f"{', '.join(CATEGORY_WEIGHTS)}), fewer than {min_criteria}"
         )
     return criteria[:max_criteria]
+
+
+def _normal(text: object) -> str:
+    return " ".join(str(text).split()).lower()
+
+
+def _listed_texts(text: str) -> set[str]:
+    """The texts of every entry of every ``criteria`` list in ``text``'s JSON, nested or not."""
+    found: set[str] = set()
+    stack = [value for _, _, value in json_objects(text)]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            listed = value.get("criteria")
+            if isinstance(listed, list):
+                found.update(_normal(entry.get("text")) for entry in listed if isinstance(entry, dict))
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return found
 
 
 async def generate_criteria(

@@ -35,6 +35,7 @@ from typing import Any, Literal
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
+    cache_keys,
     expected_label,
     graded_score,
     scored,
@@ -345,9 +346,9 @@ class RubricReward(Judge):
             satisfaction(c, j.distribution(criterion_labels(c)), self.aggregation == "all_or_nothing")
             for c, j in zip(rubric.criteria, judgements, strict=True)
         ]
-        return self._aggregated(
-            rubric, met, [j.verdict.label for j in judgements], usage, who, judgements=judgements
-        )  # type: ignore[union-attr]
+        labels = [j.verdict.label for j in judgements]  # type: ignore[union-attr]
+        keys = cache_keys([j.completion for j in judgements])
+        return self._aggregated(rubric, met, labels, usage, who, keys=keys, judgements=judgements)
 
     async def _one_call(self, values: dict[str, Any], rubric: Rubric, who: str) -> Score:
         criteria = [{"text": c.text, "labels": criterion_labels(c).labels} for c in rubric.criteria]
@@ -379,7 +380,8 @@ class RubricReward(Judge):
             )
             for c, chosen in zip(rubric.criteria, labels, strict=True)
         ]
-        return self._aggregated(rubric, met, labels, listed.completion.usage, who)
+        keys = cache_keys([listed.completion])
+        return self._aggregated(rubric, met, labels, listed.completion.usage, who, keys=keys)
 
     def _aggregated(
         self,
@@ -389,6 +391,7 @@ class RubricReward(Judge):
         usage: Usage,
         who: str,
         *,
+        keys: list[str],
         judgements: list[Judgement] | None = None,
     ) -> Score:
         try:
@@ -415,7 +418,7 @@ class RubricReward(Judge):
             value=value,
             breakdown=self._breakdown(rubric, met),
             usage=usage,
-            details={"criteria": listed, "aggregation": self.aggregation},
+            details={"criteria": listed, "aggregation": self.aggregation, "cache_keys": keys},
         )
 
     def _breakdown(self, rubric: Rubric, met: list[float]) -> dict[str, float]:

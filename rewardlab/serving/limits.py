@@ -4,6 +4,13 @@ wait, and who is turned away.
 A reward server under a training job is one shared resource behind many clients. Past a bounded
 queue, waiting longer only moves the timeout somewhere less visible, so a full server answers 503
 with ``Retry-After`` at once and the client backs off.
+
+A request is admitted only once its body has arrived whole. Bodies still arriving are bounded
+apart from admission - by a time (``body_timeout_s``, for the whole body, so a body trickled a
+byte at a time is held to it too) and by the bytes they may hold together (`ReadingBudget`) -
+because a client that sends its headers and then stalls costs the server nothing but those
+bytes; while it held a place among those admitted, a few such connections turned every other
+client away.
 """
 
 from __future__ import annotations
@@ -19,13 +26,19 @@ class ServeOptions:
 
     Attributes:
         max_body_bytes: Largest request body accepted; larger ones get 413.
-        max_batch_size: Most samples in one request; more get 413.
+        body_timeout_s: Time the whole body may take to arrive, from the request's headers;
+            past it the request gets 408 and its connection is closed.
+        max_reading_bytes: Most bytes that bodies still arriving may hold together, counted as
+            they arrive; a request whose next bytes would go past it gets 503 with
+            ``Retry-After``.
+        max_batch_size: Most samples in one request; more get 413 (counted before any sample
+            is checked, so a body of a million empty samples costs one cheap parse).
         deadline_s: Time a request may take, from arrival (queueing included) to its scores.
             Past it the request is answered 200 with every sample's status ``timeout``, and its
             batch is cancelled.
         max_concurrency: Batches scoring at once.
-        queue: Requests that may wait for a scoring slot (or be read) beyond those scoring;
-            past ``max_concurrency + queue`` requests in the server, new ones get 503 at once.
+        queue: Requests (their bodies read) that may wait for a scoring slot beyond those
+            scoring; past ``max_concurrency + queue`` such requests, new ones get 503 at once.
         retry_after_s: The ``Retry-After`` a 503 carries.
         token: Bearer token that ``/score`` and ``/get_reward`` require; None serves without
             authentication. Health, readiness and metrics never need it (probes and scrapers).
@@ -34,9 +47,14 @@ class ServeOptions:
             and counted in the metrics.
         warmup: Score one probe sample after start-up (loading models, starting worker pools)
             before ``/ready`` says ready; the probe's scores are not used.
+        max_text_chars: Longest text a score's ``reason``, or any text in its ``details``, carries
+            in an answer; longer ones are clipped, so that rewards that quote the completion do
+            not send a large request back several times over.
     """
 
     max_body_bytes: int = 32 * 2**20
+    body_timeout_s: float = 60.0
+    max_reading_bytes: int = 256 * 2**20
     max_batch_size: int = 1024
     deadline_s: float = 300.0
     max_concurrency: int = 4
@@ -45,15 +63,23 @@ class ServeOptions:
     token: str | None = field(default=None, repr=False)
     failure_value: float = 0.0
     warmup: bool = True
+    max_text_chars: int = 8000
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_batch_size", "max_concurrency"):
+        for name in (
+            "max_body_bytes",
+            "max_reading_bytes",
+            "max_batch_size",
+            "max_concurrency",
+            "max_text_chars",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.queue < 0:
             raise ValueError(f"queue must be 0 or more, got {self.queue}")
-        if not self.deadline_s > 0:
-            raise ValueError(f"deadline_s must be positive, got {self.deadline_s}")
+        for name in ("deadline_s", "body_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if not self.retry_after_s >= 0:
             raise ValueError(f"retry_after_s must be 0 or more, got {self.retry_after_s}")
         if not math.isfinite(self.failure_value):
@@ -82,13 +108,33 @@ class Place:
             self._admission.admitted -= 1
 
 
+class ReadingBudget:
+    """The bytes that request bodies still arriving hold together, at most ``max_bytes``.
+    Used from the server's event loop only."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.held = 0
+        self.requests = 0
+
+    def take(self, count: int) -> bool:
+        """Hold ``count`` more bytes, if they fit."""
+        if self.held + count > self.max_bytes:
+            return False
+        self.held += count
+        return True
+
+    def give(self, count: int) -> None:
+        self.held -= count
+
+
 class Admission:
     """At most ``max_concurrency`` batches scoring and ``max_concurrency + queue`` requests in the
     server at once; a request beyond that is refused without waiting.
 
-    A request holds its `Place` from arrival (its body is read inside it, which also bounds the
-    memory that bodies take) until its batch has stopped scoring, which for a request past its
-    deadline can be after its answer went out. Used from the server's event loop only.
+    A request holds its `Place` from the moment its body has arrived whole (which bounds the
+    memory that parsed batches take) until its batch has stopped scoring, which for a request
+    past its deadline can be after its answer went out. Used from the server's event loop only.
     """
 
     def __init__(self, max_concurrency: int, queue: int):
@@ -119,5 +165,5 @@ class Admission:
 
     @property
     def waiting(self) -> int:
-        """Requests in the server that are not scoring: being read, or queued for a slot."""
+        """Requests admitted that are not scoring: being parsed, or queued for a slot."""
         return self.admitted - self.scoring

@@ -10,8 +10,9 @@ Exported (all prefixed ``rewardlab_``):
 - ``samples_total{reward, endpoint, status}``: samples scored, by score status.
 - ``get_reward_substituted_total{reward, status}``: samples without a value that ``/get_reward``
   answered with the failure value.
-- ``batches_scoring``, ``requests_waiting``: batches scoring now, and requests being read or
-  queued for a scoring slot.
+- ``batches_scoring``, ``requests_waiting``, ``requests_reading``: batches scoring now, requests
+  admitted and waiting (being parsed, or queued for a scoring slot), and requests whose bodies
+  are still arriving.
 - ``ready``: 1 once the reward is warm.
 """
 
@@ -59,7 +60,12 @@ class ServerMetrics:
         )
         self._waiting = prometheus.Gauge(
             "rewardlab_requests_waiting",
-            "Requests in the server that are not scoring: being read or queued for a slot.",
+            "Requests admitted that are not scoring: being parsed or queued for a slot.",
+            registry=self.registry,
+        )
+        self._reading = prometheus.Gauge(
+            "rewardlab_requests_reading",
+            "Requests whose bodies are still arriving (not yet admitted).",
             registry=self.registry,
         )
         self._ready = prometheus.Gauge(
@@ -69,11 +75,16 @@ class ServerMetrics:
         self._render = prometheus.generate_latest
 
     def watch(
-        self, scoring: Callable[[], float], waiting: Callable[[], float], ready: Callable[[], bool]
+        self,
+        scoring: Callable[[], float],
+        waiting: Callable[[], float],
+        reading: Callable[[], float],
+        ready: Callable[[], bool],
     ) -> None:
         """Read the gauges from these functions at each scrape."""
         self._scoring.set_function(scoring)
         self._waiting.set_function(waiting)
+        self._reading.set_function(reading)
         self._ready.set_function(lambda: float(ready()))
 
     def request(self, path: str, code: int, seconds: float) -> None:

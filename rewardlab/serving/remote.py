@@ -200,7 +200,9 @@ def _detail(payload: bytes) -> str:
 
 def _unsendable(sample: Sample, index: int) -> Score | None:
     """Status ``invalid_input`` naming the field, for a sample the server would refuse (checked
-    with the server's own model of a sample); None when it can be sent."""
+    with the server's own model of a sample, and for lone surrogates, which Python's json writes
+    as ``\\ud800`` escapes that the server's JSON reader refuses - with the whole request); None
+    when it can be sent."""
     for name in ("prompt", "completion"):
         value = getattr(sample, name)
         if isinstance(value, str):
@@ -211,8 +213,18 @@ def _unsendable(sample: Sample, index: int) -> Score | None:
                 f"{sample.label(index)}: {name}: must be text or a list of chat messages, "
                 f"got {type(value).__name__}",
             )
+    record = sample_record(sample)
+    for name, value in record.items():
+        try:
+            json.dumps(value, ensure_ascii=False, default=str).encode()
+        except UnicodeEncodeError as error:
+            return Score.failure(
+                Status.INVALID_INPUT,
+                f"{sample.label(index)}: {name}: holds a lone surrogate "
+                f"(U+{ord(error.object[error.start]):04X}), which is not text",
+            )
     try:
-        WireSample.model_validate(sample_record(sample))
+        WireSample.model_validate(record)
     except ValidationError as error:
         return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {describe(error)}")
     return None

@@ -144,6 +144,28 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="largest request body (default: %(default)s)",
     )
     parser.add_argument(
+        "--body-timeout-s",
+        type=float,
+        default=defaults.body_timeout_s,
+        metavar="S",
+        help="time a request body may take to arrive whole; past it, 408 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-reading-bytes",
+        type=int,
+        default=defaults.max_reading_bytes,
+        metavar="N",
+        help="bytes that bodies still arriving may hold together; past it, 503 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-text-chars",
+        type=int,
+        default=defaults.max_text_chars,
+        metavar="N",
+        help="longest reason or details text an answer carries; longer ones are clipped "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--deadline-s",
         type=float,
         default=defaults.deadline_s,
@@ -199,6 +221,9 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         options = ServeOptions(
             max_body_bytes=args.max_body_bytes,
+            body_timeout_s=args.body_timeout_s,
+            max_reading_bytes=args.max_reading_bytes,
+            max_text_chars=args.max_text_chars,
             max_batch_size=args.max_batch,
             deadline_s=args.deadline_s,
             max_concurrency=args.max_concurrency,

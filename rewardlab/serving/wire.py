@@ -4,7 +4,13 @@
 
 Validation errors name the place in the request (``samples[3].completion``), so that a client
 with a thousand samples in a batch can find the culprit. A score on the wire carries every field
-of `Score.to_dict` plus the sample's ``id``.
+of `Score.to_dict` plus the sample's ``id``, its texts clipped (`clip_texts`).
+
+A ``/score`` body is read twice: first into plain values, only to count its samples, then - once
+the count is within the batch cap - into sample models. Checked the other way, a body of a
+million ``{}`` became a million sample models (seconds of CPU and hundreds of MB) before the cap
+refused it; counted first, it costs a fifth of a second. The second read is of a body known to
+hold at most the cap, and keeps pydantic's JSON-mode messages (``Input should be an object``).
 """
 
 from __future__ import annotations
@@ -48,11 +54,21 @@ Text = Annotated[Any, AfterValidator(_text_or_messages)]
 
 
 def _label(value: Any) -> Any:
-    """An OpenRLHF label is text, a number or null (it becomes the sample's reference as text)."""
+    """An OpenRLHF label is text, a number or null; it becomes the sample's reference as text.
+
+    A number is written as the number it is, not as Python spells a float: ``1.0`` is ``"1"``
+    (as ``"1.0"`` a completion answering 1 failed an exact match), ``0.5`` is ``"0.5"``. A
+    non-finite number (JSON has none, but Python's writers send ``NaN``) is refused: as a
+    reference it would be the word "nan".
+    """
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"must be a finite number, got {value}")
+        return str(int(value)) if value.is_integer() else repr(value)
     raise ValueError(f"must be text, a number or null, got {type(value).__name__}")
 
 
@@ -80,6 +96,12 @@ class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     samples: list[WireSample]
+
+
+class _SampleCount(BaseModel):
+    """A ``/score`` body with its samples left as plain values, to count them."""
+
+    samples: list[Any]
 
 
 def sample_record(sample: Sample) -> dict[str, Any]:
@@ -149,13 +171,42 @@ class ScoreResponse(BaseModel):
     latency_s: float
 
 
-def score_record(score: Score, sample_id: str | None) -> dict[str, Any]:
-    """A score as `WireScore` JSON."""
-    return {"id": sample_id, **score.to_dict()}
+def clip_texts(value: Any, limit: int) -> Any:
+    """``value`` with every text in it (nested in lists and mappings too) cut to ``limit``
+    characters, saying how much was cut."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return f"{value[:limit]}… [{len(value) - limit} more characters clipped]"
+    if isinstance(value, Mapping):
+        return {key: clip_texts(item, limit) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [clip_texts(item, limit) for item in value]
+    return value
 
 
-def read_score_request(body: bytes) -> list[Sample]:
-    """The samples of a ``/score`` body; `RequestError` 422 naming the sample and field otherwise."""
+def score_record(score: Score, sample_id: str | None, max_text_chars: int) -> dict[str, Any]:
+    """A score as `WireScore` JSON, its ``reason`` and the texts in its ``details`` clipped to
+    ``max_text_chars``."""
+    record = score.to_dict()
+    record["reason"] = clip_texts(record["reason"], max_text_chars)
+    record["details"] = clip_texts(record["details"], max_text_chars)
+    return {"id": sample_id, **record}
+
+
+def too_many(count: int, max_samples: int) -> RequestError:
+    return RequestError(413, f"batch of {count} samples exceeds max_batch_size {max_samples}")
+
+
+def read_score_request(body: bytes, max_samples: int) -> list[Sample]:
+    """The samples of a ``/score`` body; `RequestError` 413 for more than ``max_samples`` (before
+    any sample is checked), 422 naming the sample and field otherwise."""
+    try:
+        count = len(_SampleCount.model_validate_json(body).samples)
+    except ValidationError:
+        count = 0  # malformed: the full read below says where
+    if count > max_samples:
+        raise too_many(count, max_samples)
     try:
         request = ScoreRequest.model_validate_json(body)
     except ValidationError as error:
@@ -205,16 +256,21 @@ def _first_difference(first: str, second: str) -> int:
     )
 
 
-def read_get_reward_request(body: bytes) -> list[Sample]:
-    """The samples of a ``/get_reward`` body; `RequestError` 422 naming the problem otherwise."""
+def read_get_reward_request(body: bytes, max_samples: int) -> list[Sample]:
+    """The samples of a ``/get_reward`` body; `RequestError` 413 for more than ``max_samples``,
+    422 naming the problem otherwise."""
     try:
         request = GetRewardRequest.model_validate_json(body)
     except ValidationError as error:
         raise RequestError(422, describe(error)) from None
+    if len(request.query) > max_samples:
+        raise too_many(len(request.query), max_samples)
     return request.to_samples()
 
 
-def get_reward_record(name: str, scores: Sequence[Score], failure_value: float) -> dict[str, Any]:
+def get_reward_record(
+    name: str, scores: Sequence[Score], failure_value: float, max_text_chars: int
+) -> dict[str, Any]:
     """OpenRLHF's answer: ``rewards`` (advantages) and ``scores`` (dynamic filtering) both the
     reward's values, and ``extra_logs`` of per-sample numbers that OpenRLHF concatenates and logs.
 
@@ -222,6 +278,7 @@ def get_reward_record(name: str, scores: Sequence[Score], failure_value: float) 
     applicable) gets ``failure_value`` - never silently: ``extra_logs["<name>/failed"]`` is 1.0
     for it, and ``statuses`` and ``reasons`` (keys OpenRLHF ignores) say what happened. Breakdown
     components are logged as ``<name>/<component>`` when every sample of the batch has them.
+    Reasons are clipped to ``max_text_chars``.
     """
     rewards = [score.value if score.ok else failure_value for score in scores]
     extra_logs: dict[str, list[float]] = {f"{name}/failed": [0.0 if s.ok else 1.0 for s in scores]}
@@ -236,7 +293,7 @@ def get_reward_record(name: str, scores: Sequence[Score], failure_value: float) 
         "scores": list(rewards),
         "extra_logs": extra_logs,
         "statuses": [score.status.value for score in scores],
-        "reasons": [score.reason for score in scores],
+        "reasons": [clip_texts(score.reason, max_text_chars) for score in scores],
     }
 
 

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import rewardlab
-from rewardlab import Reward, RuleReward, Sample, Score
+from rewardlab import Reward, RuleReward, Sample, Score, Status
 from rewardlab.cli import main
 
 HERE = Path(__file__).parent
@@ -35,6 +35,9 @@ class LengthReward(RuleReward):
 
     name = "cli_test_length"
     closed = 0
+
+    def __init__(self, name: str = "cli_test_length"):
+        self.name = name
 
     def check(self, sample: Sample) -> Score:
         value = length_value(sample.completion_text)
@@ -179,6 +182,78 @@ def test_failed_rows_still_exit_zero(tmp_path):
     assert main(score_argv(source, config, output, "--no-progress")) == 0
     statuses = {record["id"]: record["status"] for record in read_output(output)}
     assert statuses == {"a": "ok", "b": "invalid_input", "row-2": "invalid_input"}
+
+
+@rewardlab.register("cli_test_backend_down")
+class BackendDownReward(RuleReward):
+    """A judge whose backend is down: every sample fails with ``backend_error``."""
+
+    name = "cli_test_backend_down"
+
+    def __init__(self, name: str = "cli_test_backend_down"):
+        self.name = name
+
+    def check(self, sample: Sample) -> Score:
+        return Score.failure(
+            Status.BACKEND_ERROR, "ValueError: accelerate is required when loading a GGUF file"
+        )
+
+
+ROUTED = """type: route
+by: task
+routes:
+  math: {type: cli_test_length}
+  chat:
+    type: combine
+    on_component_failure: %s
+    components:
+      quality: {type: cli_test_backend_down}
+      length: {type: cli_test_length}
+"""
+
+
+def write_routed_input(path: Path) -> Path:
+    rows = [
+        {"id": f"r{i}", "prompt": "p", "completion": "abc", "task": "chat" if i % 2 else "math"}
+        for i in range(6)
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.mark.parametrize("policy", ["fail", "skip"])
+def test_a_failed_pipeline_exits_1_naming_the_component_and_why(tmp_path, capsys, policy):
+    source = write_routed_input(tmp_path / "in.jsonl")
+    config = write_config(tmp_path / "reward.yaml", ROUTED % policy)
+    output = tmp_path / "scores.jsonl"
+    assert main(score_argv(source, config, output, "--no-progress")) == 1
+    errors = capsys.readouterr().err
+    # Skipped, the component is named; failing the combination, the route is.
+    where = "route/chat/quality" if policy == "skip" else "route/chat"
+    assert f"pipeline failure: {where}: backend_error in 3 rows, e.g." in errors
+    assert "accelerate is required" in errors
+    summary = json.loads((tmp_path / "scores.jsonl.summary.json").read_text())
+    assert summary["failures"][f"{where}: backend_error"]["rows"] == 3
+    # Every row is still written, and an explicit acceptance exits 0.
+    assert len(read_output(output)) == 6
+    assert main(score_argv(source, config, output, "--no-progress", "--overwrite", "--accept-failures")) == 0
+
+
+def test_a_real_judge_whose_server_is_down_fails_the_run(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write_config(
+        tmp_path / "reward.yaml",
+        "type: pointwise_judge\n"
+        f"backend: {{type: openai, base_url: 'http://127.0.0.1:{port}/v1', model: m}}\n"
+        "client: {max_attempts: 1, cache: null}\n",
+    )
+    source = write_input(tmp_path / "in.jsonl", 2)
+    assert main(score_argv(source, config, tmp_path / "scores.jsonl", "--no-progress")) == 1
+    assert "pointwise_judge: backend_error in 2 rows" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -66,11 +66,19 @@ def test_cache_round_trips_every_field_and_persists(tmp_path):
     )
     cache = AnswerCache(path)
     assert cache.get("k") is None
-    cache.put("k", "backend", response)
+    cache.put("k", "backend", response, nonces=("0123456789ab", "ba9876543210"))
     cache.close()
     again = AnswerCache(path)
-    assert again.get("k") == response
+    assert again.get("k") == (response, ("0123456789ab", "ba9876543210"))
     assert len(again) == 1
+
+
+def test_answers_are_purged_by_key(tmp_path):
+    cache = AnswerCache(tmp_path / "cache.sqlite")
+    for key in ("a", "b", "c"):
+        cache.put(key, "backend", ChatResponse(text=key))
+    assert cache.purge(["a", "c", "missing"]) == 2
+    assert cache.get("a") is None and cache.get("b") is not None and len(cache) == 1
 
 
 def test_memory_cache_forgets_when_pickled():

@@ -383,8 +383,10 @@ def test_the_score_command_runs_on_ray_with_the_same_records(tmp_path, local_ray
     config.write_text(yaml.safe_dump(MIXED_CONFIG))
     common = ["score", str(source), "--config", str(config), "--batch-size", "4", "--no-progress"]
     common += ["--import", __name__]
-    assert main([*common, "--output", str(tmp_path / "single.jsonl")]) == 0
-    assert main([*common, "--output", str(tmp_path / "ray.jsonl"), "--engine", "ray", "--workers", "1"]) == 0
+    # The input's flaky and poisoned rewards fail on purpose: both engines report it with exit 1.
+    assert main([*common, "--output", str(tmp_path / "single.jsonl")]) == 1
+    assert main([*common, "--output", str(tmp_path / "ray.jsonl"), "--engine", "ray", "--workers", "1"]) == 1
+    assert capsys.readouterr().err.count("pipeline failure: route/flaky: error in 6 rows") == 2
     single = sorted(
         (without_timing(r) for r in read_records(tmp_path / "single.jsonl")), key=lambda r: r["row"]
     )

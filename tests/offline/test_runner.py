@@ -403,3 +403,46 @@ def test_details_that_are_not_json_cost_fidelity_not_the_run(tmp_path):
     score_file(TupleKeyDetails(), source, tmp_path / "out.jsonl", options=QUIET)
     records = read_output(tmp_path / "out.jsonl")
     assert len(records) == 3 and records[0]["details"]["odd"] == {"(1, 2)": 0}
+
+
+class GatedReward(Reward):
+    """Finishes only when its gate opens, like a judge route behind a slow model."""
+
+    name = "gated"
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+
+    async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
+        await self.gate.wait()
+        return [Score(0.5) for _ in samples]
+
+
+def test_a_route_moves_progress_as_each_route_finishes():
+    from rewardlab.offline.rows import Row
+    from rewardlab.offline.runner import score_batch
+    from rewardlab.rewards.combine import Combine, Route
+
+    async def run(reward, gated):
+        rows = [
+            Row(i, None, f"r{i}", Sample(completion="abc", fields={"task": task}))
+            for i, task in enumerate("ffs")
+        ]
+        reported: list[int] = []
+        batch = asyncio.create_task(score_batch(reward, rows, reported.append))
+        await asyncio.sleep(0.05)
+        early = list(reported)
+        gated.gate.set()
+        records = await batch
+        return early, reported, records
+
+    gated = GatedReward()
+    early, reported, records = asyncio.run(run(Route({"f": LengthReward(), "s": gated}, by="task"), gated))
+    # The two rule rows are counted while the gated route still runs, its row when it finishes.
+    assert (early, reported) == ([2], [2, 1])
+    assert [record["status"] for record in records] == ["ok", "ok", "ok"]
+    # A route inside a combination finishes only parts of rows: it reports nothing.
+    gated = GatedReward()
+    nested = Combine({"routed": Route({"f": LengthReward(), "s": gated}, by="task")})
+    early, reported, _ = asyncio.run(run(nested, gated))
+    assert (early, reported) == ([], [])

@@ -1,6 +1,8 @@
 """The answer region: its rules, and every rule reward that reads an answer reading it the same way."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rewardlab import ConfigError, Sample, Status, build
 from rewardlab.rewards.answer_region import DEFAULT_REGION, AnswerRegion
@@ -137,3 +139,21 @@ def test_an_answer_block_keeps_its_place():
     assert region.text == "10"
     assert region.framed(lambda block: f"[{block.strip()}]") == "It is not [10] at all"
     assert DEFAULT_REGION.read("no block here").framed(str) is None
+
+
+_PIECES = [
+    "<think>", "</think>", "<answer>", "</answer>", "[THINK]", "[/THINK]", "<|channel|>final<|message|>",
+    "<|start|>", "<|end|>", "\\[x\\]", "<", "[", " so 5", "\n\n", "  ", "```\n", "7", "◁think▷", "◁",
+]  # fmt: skip
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12))
+def test_a_text_without_markers_is_read_as_the_block_reader_reads_it(pieces):
+    text = "".join(pieces)
+    for region in (
+        AnswerRegion(),
+        AnswerRegion(harmony=False),
+        AnswerRegion.from_option({"reasoning_tags": ["plan"]}),
+    ):
+        assert region.read(text) == region._read_blocks(text)

@@ -53,7 +53,7 @@ def test_a_failed_component_fails_the_combination_by_default():
 def test_skip_policy_combines_the_rest_and_lists_what_was_skipped():
     reward = Combine({"a": Fixed("a"), "b": Fixed("b")}, on_component_failure="skip")
     [score] = reward.score([sample(a=1.0, b="backend_error")])
-    assert score.value == 1.0 and score.details["skipped"] == ["b"]
+    assert score.value == 1.0 and score.details["skipped"] == {"b": "backend_error"}
 
 
 def test_not_applicable_components_are_left_out_and_all_missing_is_not_applicable():
@@ -132,7 +132,7 @@ class Raising(Reward):
 def test_a_component_that_raises_fails_its_scores_not_the_batch():
     combine = Combine({"bad": Raising(), "good": Fixed("a")}, on_component_failure="skip")
     [score] = combine.score([sample(a=0.5)])
-    assert score.value == 0.5 and score.details["skipped"] == ["bad"]
+    assert score.value == 0.5 and score.details["skipped"] == {"bad": "error"}
     [routed] = Route({"x": Raising()}, by="task").score([Sample(fields={"task": "x"})])
     assert routed.status is Status.ERROR and "KeyError" in routed.reason
 

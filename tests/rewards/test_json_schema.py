@@ -211,3 +211,121 @@ def test_unique_items_is_linear():
 )
 def test_json_found_as_markdown_renders_it(completion, expected):
     assert score_one(JsonSchemaReward(schema=PERSON), Sample(completion=completion)).value == expected
+
+
+class _SchemaHost:
+    """A real HTTP server on 127.0.0.1 that would serve a permissive schema for any path, and
+    records every request: a schema reward must never ask it for anything."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        self.paths = []
+        host = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                host.paths.append(self.path)
+                body = b"{}"  # a schema that accepts anything: fetched, it would decide the reward
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def schema_host():
+    host = _SchemaHost()
+    yield host
+    host.close()
+
+
+def _refs(host, tmp_path):
+    """Schemas whose only content is a reference out of the document: over HTTP, relative to an
+    HTTP ``$id``, and to a real file on disk."""
+    on_disk = tmp_path / "person.json"
+    on_disk.write_text("{}")
+    return {
+        "http": {"$ref": f"{host.url}/schema.json"},
+        "relative to an http $id": {"$id": f"{host.url}/root.json", "$ref": "other.json"},
+        "file": {"$ref": on_disk.as_uri()},
+        "file under a file $id": {"$id": (tmp_path / "root.json").as_uri(), "$ref": "person.json"},
+    }
+
+
+@pytest.mark.parametrize("execution", ["worker", "inline"])
+def test_references_out_of_the_schema_are_never_fetched(schema_host, tmp_path, execution):
+    """A fetched document would decide the reward (and a URL that never answers would hold the
+    scoring for as long as the socket waits): every such reference is unresolvable, whether the
+    schema came with the sample or with the config."""
+    for name, schema in _refs(schema_host, tmp_path).items():
+        per_sample = JsonSchemaReward(execution=execution)
+        score = score_one(per_sample, Sample(completion="{}", fields={"schema": schema}))
+        assert score.status is Status.INVALID_INPUT and "cannot be resolved" in score.reason, name
+        configured = JsonSchemaReward(schema=schema, execution=execution)
+        score = score_one(configured, Sample(completion="{}"))
+        assert score.status is Status.INVALID_INPUT and "cannot be resolved" in score.reason, name
+    assert schema_host.paths == []
+
+
+def test_references_inside_the_schema_and_to_the_metaschema_still_resolve():
+    schema = {
+        "$defs": {"name": {"type": "string"}},
+        "properties": {
+            "name": {"$ref": "#/$defs/name"},
+            "sub": {"$ref": "https://json-schema.org/draft/2020-12/schema"},
+        },
+    }
+    reward = JsonSchemaReward(schema=schema)
+    scores = reward.score(
+        [Sample(completion='{"name": "Ada", "sub": {"type": "string"}}'), Sample(completion='{"name": 1}')]
+    )
+    assert [(s.status, s.value) for s in scores] == [(Status.OK, 1.0), (Status.OK, 0.0)]
+
+
+def test_a_backtracking_pattern_is_matched_in_linear_time():
+    """``^(a+)+$`` against 40 a's and a '!' takes Python's re about 2^40 steps; RE2 answers at
+    once, so the sample is scored instead of timing out (and costing its worker)."""
+    schema = {"type": "string", "pattern": "^(a+)+$"}
+    reward = JsonSchemaReward(sample_budget_s=3.0)
+    started = time.monotonic()
+    scores = reward.score(
+        [
+            Sample(completion=json.dumps("a" * 40 + "!"), fields={"schema": schema}),
+            Sample(completion=json.dumps("a" * 40), fields={"schema": schema}),
+        ]
+    )
+    assert time.monotonic() - started < 2.5
+    assert [(s.status, s.value) for s in scores] == [(Status.OK, 0.0), (Status.OK, 1.0)]
+    assert "does not match" in scores[0].reason
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "matches"),
+    [
+        # Lookahead and backreferences: RE2 cannot run them, Python's re does (under the budget).
+        ("^(?=.*[0-9])[a-z0-9]+$", "abc1", True),
+        ("^(?=.*[0-9])[a-z0-9]+$", "abc", False),
+        (r"^(.)\1$", "xx", True),
+        # ECMA-262, as RE2: "$" is the end of the string, not a final newline.
+        ("^[a-z]+$", "abc\n", False),
+        ("^[a-z]+$", "abc", True),
+    ],
+)
+def test_patterns_keep_their_meaning(pattern, text, matches):
+    reward = JsonSchemaReward(schema={"type": "string", "pattern": pattern}, execution="inline")
+    assert score_one(reward, Sample(completion=json.dumps(text))).value == float(matches)

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rewardlab.rewards.code.cases import AssertTests, CallTests, ProgramTests, StdioTests, assert_statements
-from rewardlab.rewards.code.outputs import call_output_matches, stdout_matches
-from rewardlab.rewards.code.python_runner import decode, encode
+from rewardlab.rewards.code.cgroup import MemoryCgroup, memory_cgroup
+from rewardlab.rewards.code.outputs import call_output_matches, clipped_repr, stdout_matches
+from rewardlab.rewards.code.python_runner import TAIL_CHARS, DecodeTimeout, decode, encode
 from rewardlab.rewards.code.sandbox import Sandbox
 from rewardlab.rewards.code.session import SandboxSession, SessionEnded
 
@@ -65,6 +66,8 @@ class ProgramReport:
     #: Why the program could not run at all (syntax error, exception at import, ...).
     load_error: str | None = None
     output_tail: str = ""
+    #: What limited the program's memory (`SandboxSession.memory_limit`); None if it never ran.
+    memory_limit: str | None = None
 
     @property
     def passed(self) -> int:
@@ -84,8 +87,48 @@ class ProgramFailure(Exception):
 
 
 def _snippet(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= SNIPPET else text[:SNIPPET] + "..."
+    if not isinstance(value, str):
+        return clipped_repr(value, SNIPPET)
+    return value if len(value) <= SNIPPET else value[:SNIPPET] + "..."
+
+
+def _message(error: BaseException) -> str:
+    """``str(error)``, clipped. It can fail for an exception that holds a value (a KeyError or an
+    assertion message of an int too long to write in decimal); the arguments are then shown."""
+    try:
+        return _snippet(str(error))
+    except Exception:  # noqa: BLE001 - any failure to describe falls back to the arguments
+        return clipped_repr(error.args, SNIPPET)
+
+
+def _error_text(error: BaseException) -> str:
+    message = _message(error)
+    return _snippet(f"{type(error).__name__}: {message}" if message else type(error).__name__)
+
+
+#: Built-in exceptions that a program's error is not raised as in the tests: outside a generator,
+#: a StopIteration ends whatever iteration it passes through (``all(map(candidate, xs))`` would
+#: pass on the first one), and StopAsyncIteration likewise.
+_ITERATION_CONTROL = (StopIteration, StopAsyncIteration)
+
+
+def _program_exception(error: str) -> Exception:
+    """The exception to raise in the tests for a program's error (``"Type: message"``): a
+    built-in exception keeps its type, so tests that expect one (pytest.raises-style try/except)
+    still work; anything else, and any type that cannot be made from a message alone, is a
+    plain `ProgramFailure`."""
+    name, _, message = error.partition(":")
+    exception_type = getattr(builtins, name, None)
+    if (
+        isinstance(exception_type, type)
+        and issubclass(exception_type, Exception)
+        and not issubclass(exception_type, _ITERATION_CONTROL)
+    ):
+        try:
+            return exception_type(message.strip())
+        except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError needs five arguments
+            pass
+    return ProgramFailure(error)
 
 
 #: Extra time the trusted side waits for a reply beyond the limit the runner enforces itself;
@@ -95,29 +138,51 @@ REPLY_MARGIN_S = 2.0
 #: A sandbox serves this many programs, then a fresh one replaces it.
 PROGRAMS_PER_SANDBOX = 64
 _REPLY_TEXT = ("kind", "error", "output", "stdout", "stderr")
+#: Fields of a reply that a program can fill at will (by patching the runner in its process) and
+#: that are only shown, never compared: kept to the length the runner itself writes.
+_REPLY_CLIPPED = ("kind", "error", "output")
 
 # One live sandbox per (worker process, sandbox configuration), reused across programs: the
 # runner inside resets the sandbox between programs (see `python_runner`).
 _sessions: dict[Sandbox, SandboxSession] = {}
+# One memory cgroup per (worker process, sandbox configuration), for its sandboxes one after
+# another (see `cgroup`); None where none can be made.
+_cgroups: dict[Sandbox, MemoryCgroup | None] = {}
 
 
 def _close_sessions() -> None:
     for session in _sessions.values():
         session.close()
     _sessions.clear()
+    for cgroup in _cgroups.values():
+        if cgroup is not None:
+            cgroup.remove()
+    _cgroups.clear()
+
+
+def _cgroup_for(sandbox: Sandbox) -> MemoryCgroup | None:
+    if sandbox not in _cgroups:
+        _cgroups[sandbox] = memory_cgroup(sandbox.limits.memory_bytes)
+    return _cgroups[sandbox]
 
 
 def _live_session(sandbox: Sandbox, starting_program: bool) -> SandboxSession:
     session = _sessions.get(sandbox)
-    if starting_program and session is not None and session.programs >= PROGRAMS_PER_SANDBOX:
-        # Cheap insurance against state a program might keep in ways the reset does not know.
+    if (
+        starting_program
+        and session is not None
+        and not session.closed
+        and (session.programs >= PROGRAMS_PER_SANDBOX or not session.clean())
+    ):
+        # Cheap insurance against state a program might keep in ways the reset does not know,
+        # and against anything written to us after the last reply: no program starts there.
         session.close()
     if session is None or session.closed:
         if not _sessions:
             # Pool workers end through multiprocessing's exit path, which runs these
             # finalizers but not atexit handlers.
             multiprocessing.util.Finalize(None, _close_sessions, exitpriority=10)
-        session = _sessions[sandbox] = SandboxSession(sandbox)
+        session = _sessions[sandbox] = SandboxSession(sandbox, _cgroup_for(sandbox))
     return session
 
 
@@ -135,6 +200,7 @@ class _Program:
         self.load_error: str | None = None
         self.load_timed_out = False
         self.output_tail = ""
+        self.memory_limit: str | None = None
 
     def close(self) -> None:
         """Stop the program and everything it started (the sandbox stays up for the next one)."""
@@ -154,6 +220,7 @@ class _Program:
     def _ask(self, message: dict[str, Any], limit: float) -> dict[str, Any]:
         starting = message["op"] in ("program", "script")
         session = _live_session(self.sandbox, starting_program=starting)
+        self.memory_limit = session.memory_limit
         if starting:
             session.programs += 1
         try:
@@ -183,36 +250,46 @@ class _Program:
         raise (ProgramTimeout if self.load_timed_out else ProgramFailure)(self.load_error)
 
     def call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        """The function's return value, or the exception it raised (re-raised here)."""
+        """The function's return value, or the exception it raised (re-raised here).
+
+        Nothing else escapes into the tests: a reply that cannot be read is a `ProgramFailure`,
+        never a built-in exception that a test expecting one would take for the program's.
+        """
         self._load()
+        limit = self._limit()
+        deadline = time.monotonic() + limit
         reply = self._ask(
-            {"op": "call", "name": name, "args": encode(list(args)), "kwargs": encode(kwargs)}, self._limit()
+            {"op": "call", "name": name, "args": encode(list(args)), "kwargs": encode(kwargs)}, limit
         )
         if reply.get("ok"):
-            return decode(reply["value"])
+            try:
+                return decode(reply.get("value"), deadline)
+            except DecodeTimeout as late:
+                raise ProgramTimeout(f"the program's return value: {late}") from None
+            except ValueError as unreadable:
+                raise ProgramFailure(f"the program's return value: {unreadable}") from None
         kind, error = reply.get("kind"), str(reply.get("error"))
         self.output_tail = reply.get("output", self.output_tail)
         if kind in ("timeout", "crashed"):
             self.loaded = False  # the runner reset the program; the next test loads it again
             raise (ProgramTimeout if kind == "timeout" else ProgramFailure)(error)
-        exception_type = getattr(builtins, error.split(":", 1)[0], None)
-        if kind == "raised" and isinstance(exception_type, type) and issubclass(exception_type, Exception):
-            # A built-in exception keeps its type, so tests that expect one (pytest.raises-style
-            # try/except) still work; anything else is a plain failure.
-            raise exception_type(error.split(":", 1)[-1].strip())
-        raise ProgramFailure(error)
+        raise _program_exception(error) if kind == "raised" else ProgramFailure(error)
 
     def script(self, stdin: str) -> dict[str, Any]:
         return self._ask({"op": "script", "source": self.source, "stdin": stdin}, self._limit())
 
 
 def _checked(reply: dict[str, Any]) -> dict[str, Any]:
-    """A reply with its text fields made text: replies to calls come from the program's process,
-    which can write anything there, and they end up in `Score.details`."""
+    """A reply with its text fields made text, and those only shown clipped: replies to calls come
+    from the program's process, which can write anything there, and they end up in
+    `Score.details`."""
     checked = dict(reply)
     for key in _REPLY_TEXT:
         if key in checked and not isinstance(checked[key], str):
             checked[key] = _snippet(checked[key])
+    for key in _REPLY_CLIPPED:
+        if key in checked:
+            checked[key] = checked[key][-TAIL_CHARS:]
     return checked
 
 
@@ -220,10 +297,9 @@ def _outcome_of_error(index: int, error: BaseException, runtime: float) -> TestO
     if isinstance(error, ProgramTimeout):
         return TestOutcome(index, "timeout", str(error), runtime)
     if isinstance(error, AssertionError):
-        return TestOutcome(
-            index, "failed", f"assertion failed{': ' + str(error) if str(error) else ''}", runtime
-        )
-    return TestOutcome(index, "error", _snippet(f"{type(error).__name__}: {error}"), runtime)
+        message = _message(error)
+        return TestOutcome(index, "failed", f"assertion failed{': ' + message if message else ''}", runtime)
+    return TestOutcome(index, "error", _error_text(error), runtime)
 
 
 def _run_stdio(program: _Program, tests: StdioTests, tolerance: float, outcomes: list[TestOutcome]) -> None:
@@ -262,6 +338,8 @@ def _run_calls(program: _Program, tests: CallTests, tolerance: float, outcomes: 
             outcomes.append(_outcome_of_error(index, error, time.monotonic() - started))
             continue
         runtime = time.monotonic() - started
+        # Judged outside the guard on purpose: judging raises for no value a program can return
+        # (see `outputs`), and if it did, that would be our bug to see, not the program's failure.
         if call_output_matches(actual, expected, tolerance):
             outcomes.append(TestOutcome(index, "passed", None, runtime))
         else:
@@ -342,7 +420,7 @@ def _run_asserts(program: _Program, tests: AssertTests) -> list[TestOutcome]:
     except BudgetSpent:
         stopped_by = "the program's total time budget is spent"
     except Exception as error:  # noqa: BLE001 - a test's own setup failing fails the tests after it
-        stopped_by = f"test setup raised {_snippet(f'{type(error).__name__}: {error}')}"
+        stopped_by = f"test setup raised {_error_text(error)}"
     outcome = "timeout" if stopped_by and "budget" in stopped_by else "error"
     return [
         outcomes.get(index) or TestOutcome(index, outcome, stopped_by or "not run") for index in range(count)
@@ -383,4 +461,5 @@ def run_program(
             TestOutcome(o.index, outcome, program.load_error, o.runtime_s) for o in report.outcomes
         ]
     report.output_tail = program.output_tail
+    report.memory_limit = program.memory_limit
     return report

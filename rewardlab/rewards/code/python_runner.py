@@ -1,13 +1,34 @@
 """The program-side half of Python code execution: runs INSIDE the sandbox, stdlib only.
 
-It is started as ``python3 -I -S python_runner.py [--sandboxed]`` and stays up for many programs.
-The process itself (the *zygote*) never runs untrusted code: it forks a child per program and
-relays requests to it, so a program costs a fork rather than a sandbox and an interpreter start.
+It is started as ``python3 -I -S python_runner.py [--sandboxed]`` and stays up for many programs,
+as two processes that never run untrusted code:
+
+- The *template*, the process started (inside bwrap, with ``--as-pid-1``, the PID namespace's
+  init). It forks a child per program and reaps every process, and nothing else: it never reads
+  a request, a program, an argument or a reply. A child inherits the template's memory, so it
+  inherits nothing of any earlier sample; a program that reads its own memory finds only itself.
+  As init it ignores every signal a program may send it, and when it exits the kernel kills
+  every process in the namespace.
+- The *relay*, forked from the template before anything else: it alone holds the pipes to the
+  trusted side, reads requests, compiles programs, has the template fork children (handing it
+  the pipes of each over a socket, ``SCM_RIGHTS``), writes each child its job, relays the child's
+  replies and resets the sandbox between programs. It never forks, so nothing of what it has
+  read reaches a program. (bwrap's own init, which this replaces, ran as the program's user,
+  dumpable, holding the pipes to the trusted side: a program traced it and made it write forged
+  results for the programs after it - issue 18.)
+
+Both are non-dumpable (``PR_SET_DUMPABLE`` 0, which their children inherit): programs run as the
+same user, and the kernel then refuses them ptrace, ``/proc/<pid>/mem`` and ``/proc/<pid>/fd``
+of these two (see ptrace(2), "Ptrace access mode checking"); the seccomp filter refuses ptrace
+and cross-process memory calls outright (see `seccomp`). So no program reaches the pipes to the
+trusted side, and each reply carries the request's random id besides: a line the relay did not
+write for that request is refused.
 
 Requests arrive on stdin, each a 4-byte length and a ``marshal``-ed dict (they come from the
-trusted side); every request gets one reply line of JSON on the original stdout.
+trusted side) with an ``"id"``; every request gets one reply line on the original stdout: the id,
+a space, and a JSON object.
 
-- ``{"op": "program", "source", "timeout"}``: start a program: reset the sandbox, fork a child
+- ``{"op": "program", "source", "timeout"}``: start a program: reset the sandbox, start a child
   that runs the source as a module, reply with how loading went.
 - ``{"op": "call", "name", "args", "kwargs", "timeout"}``: call a function of the current
   program; the reply carries the return value encoded by `encode`.
@@ -15,28 +36,30 @@ trusted side); every request gets one reply line of JSON on the original stdout.
   input in a fresh child; the reply carries its stdout, exit code and stderr tail.
 - ``{"op": "reset"}``: end the current program (see below).
 
-Each program runs in a scratch directory of its own under ``/tmp``. Between programs the zygote
-resets the sandbox: with ``--sandboxed`` (inside bwrap's PID namespace) it kills every process
-but itself and the namespace's init, so nothing a program started survives it, and it empties
-``/tmp`` and ``/dev/shm``, restoring any permission a program took away; if anything is left, it
-exits and the trusted side starts a fresh sandbox. It makes itself non-dumpable, so programs
-running as the same user cannot trace it or read its memory. A program that kills or stops the
-zygote only ends the sandbox.
+Each program runs in the scratch directory ``program`` under ``/tmp`` (one name for all: a
+numbered one would tell a program how many ran before it). Between programs the relay resets the
+sandbox: with ``--sandboxed`` it kills every process but itself and init, so nothing a program
+started survives it, and it empties ``/tmp`` and ``/dev/shm``, restoring any permission a program
+took away; if anything is left, it exits and the trusted side starts a fresh sandbox. A program
+that kills or stops the relay only ends the sandbox.
 
 What this side never sees is the expected output: tests are judged by the caller, outside the
-sandbox. So a program that patches this runner, prints "all tests passed", forges replies or
-reads every file it can reach gains nothing: the only thing it controls is what it returns or
-prints, which is exactly what is being tested.
+sandbox. So a program that patches this runner, prints "all tests passed", forges its own
+replies or reads every file it can reach gains nothing: the only thing it controls is what it
+returns or prints, which is exactly what is being tested.
 
 The same module is imported outside the sandbox for `encode` / `decode`.
 """
 
+import _socket  # not socket, which imports enum and selectors: milliseconds at every start
+import gc
 import json
 import marshal
 import math
 import os
 import select
 import signal
+import stat
 import sys
 import time
 import types
@@ -44,18 +67,24 @@ import types
 MAX_OUTPUT_BYTES = 8 << 20
 MAX_REPLY_BYTES = 10 << 20
 MAX_DEPTH = 64
-#: Decoding a reply builds at most this many values, and sets or dicts of at most this many
-#: members: a program cannot make the trusted side's decoding slow (ints can be chosen to share
-#: one hash) or large.
+#: Decoding a reply builds at most this many values in all, however they are nested.
 MAX_DECODED_VALUES = 2_000_000
-MAX_HASHED_MEMBERS = 10_000
+#: Distinct values of one hash that one decoded value may hold (see `_Decoder`).
+MAX_SAME_HASH = 8
 TAIL_CHARS = 500
 _PR_SET_DUMPABLE = 4
 SCRATCH_DIRECTORIES = ("/tmp", "/dev/shm")
+WORKDIR = "program"
+_HASH_MODULUS = sys.hash_info.modulus
+_EXACT_FLOATS = 2.0**52
 
 
 class Unencodable(TypeError):
     """A value that is not plain data (e.g. an object with its own ``__eq__``)."""
+
+
+class DecodeTimeout(Exception):
+    """Decoding a value ran past its deadline."""
 
 
 def encode(value, depth=0):
@@ -89,59 +118,110 @@ def encode(value, depth=0):
     raise Unencodable(f"cannot pass a {kind.__name__} across the sandbox boundary")
 
 
-class _Budget:
-    def __init__(self):
-        self.values = 0
+class _Decoder:
+    """One value's decoding under one budget: at most `MAX_DECODED_VALUES` values built in all,
+    done by ``deadline``, and at most `MAX_SAME_HASH` distinct values per hash among the values
+    whose hash a program can choose.
 
-    def spend(self, count=1):
-        self.values += count
+    Why the last: an int hashes to itself modulo 2**61 - 1, and floats, tuples, complex numbers
+    and frozensets hash without a secret, so a program can send any number of distinct values
+    with one hash (``1 + k * (2**61 - 1)``); a set or dict built from them - here, or by a test
+    that calls ``set(candidate(...))`` - compares each new member with every earlier one. With at
+    most 8 per hash, building any set of these values stays linear. Strings and bytes hash with a
+    per-process secret (SipHash, PEP 456), and ints below the modulus and integral floats below
+    2**52 hash to their own value, so those are not counted.
+    """
+
+    def __init__(self, deadline):
+        self.deadline = deadline
+        self.values = 0
+        self.by_hash = {}
+
+    def value(self, data, depth):
+        self.values += 1
         if self.values > MAX_DECODED_VALUES:
             raise ValueError("the value is too large")
+        if not self.values & 0xFFF and self.deadline is not None and time.monotonic() > self.deadline:
+            raise DecodeTimeout("reading the value ran past the time limit")
+        if depth > MAX_DEPTH:
+            raise ValueError("value nested too deeply")
+        kind = type(data)
+        if data is None or kind is bool or kind is str:
+            return data
+        if kind is int:
+            return data if -_HASH_MODULUS < data < _HASH_MODULUS else self.hashed(data)
+        if kind is float:
+            return data if data.is_integer() and abs(data) < _EXACT_FLOATS else self.hashed(data)
+        if kind is list:
+            return [self.value(item, depth + 1) for item in data]
+        if kind is dict and len(data) == 1:
+            ((tag, body),) = data.items()
+            if tag == "int" and type(body) is str:
+                return self.value(int(body, 16), depth)
+            if tag == "float" and body in ("inf", "-inf", "nan"):
+                return float(body)
+            if tag == "bytes" and type(body) is str:
+                return bytes.fromhex(body)
+            if type(body) is list:
+                items = (self.value(item, depth + 1) for item in body)
+                if tag == "tuple":
+                    return self.hashed(tuple(items))
+                if tag == "set":
+                    return set(items)
+                if tag == "frozenset":
+                    return self.hashed(frozenset(items))
+                if tag == "complex" and len(body) == 2:
+                    return self.hashed(complex(*items))
+                if tag == "dict" and all(type(pair) is list and len(pair) == 2 for pair in body):
+                    return {self.value(k, depth + 1): self.value(v, depth + 1) for k, v in body}
+        raise ValueError(f"not an encoded value (a {kind.__name__})")
+
+    def hashed(self, value):
+        try:
+            key = hash(value)
+        except TypeError:  # a tuple holding a list: no set or dict can hold it
+            return value
+        same = self.by_hash.setdefault(key, [])
+        if value not in same:
+            if len(same) >= MAX_SAME_HASH:
+                raise ValueError(f"more than {MAX_SAME_HASH} distinct values share one hash")
+            same.append(value)
+        return value
 
 
-def decode(data, depth=0, budget=None):
-    """The inverse of `encode`; rejects anything `encode` cannot produce, and anything too large
-    or too expensive to rebuild (see `MAX_DECODED_VALUES`, `MAX_HASHED_MEMBERS`)."""
-    budget = budget or _Budget()
-    budget.spend()
-    if depth > MAX_DEPTH:
-        raise ValueError("value nested too deeply")
-    if data is None or isinstance(data, (bool, str, int, float)):
-        return data
-    if isinstance(data, list):
-        return [decode(item, depth + 1, budget) for item in data]
-    if isinstance(data, dict) and len(data) == 1:
-        ((tag, body),) = data.items()
-        if tag == "int" and isinstance(body, str):
-            return int(body, 16)
-        if tag == "float" and body in ("inf", "-inf", "nan"):
-            return float(body)
-        if tag == "tuple":
-            return tuple(decode(item, depth + 1, budget) for item in body)
-        if tag in ("set", "frozenset", "dict") and len(body) > MAX_HASHED_MEMBERS:
-            raise ValueError(f"a {tag} of more than {MAX_HASHED_MEMBERS} members")
-        if tag == "set":
-            return {decode(item, depth + 1, budget) for item in body}
-        if tag == "frozenset":
-            return frozenset(decode(item, depth + 1, budget) for item in body)
-        if tag == "dict":
-            return {decode(k, depth + 1, budget): decode(v, depth + 1, budget) for k, v in body}
-        if tag == "complex":
-            return complex(decode(body[0], depth + 1, budget), decode(body[1], depth + 1, budget))
-        if tag == "bytes" and isinstance(body, str):
-            return bytes.fromhex(body)
-    raise ValueError(f"not an encoded value: {str(data)[:100]}")
+def decode(data, deadline=None):
+    """The inverse of `encode`; a ValueError for anything `encode` cannot produce, or too large or
+    too costly to rebuild (see `_Decoder`); `DecodeTimeout` past ``deadline`` (a monotonic time)."""
+    try:
+        return _Decoder(deadline).value(data, 0)
+    except (TypeError, OverflowError) as error:  # an unhashable member; a complex of huge ints
+        raise ValueError(f"not an encoded value: {error}") from None
+
+
+def _output_file(path, limit, tail=False):
+    """The first (or last) ``limit`` bytes of a file a program wrote, if it is still a regular
+    file: the program may have put a symbolic link or a FIFO in its place, which the relay would
+    otherwise read (its own descriptors in /proc) or block on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        if tail:
+            os.lseek(fd, max(0, os.fstat(fd).st_size - limit), os.SEEK_SET)
+        chunks = []
+        while limit > 0 and (chunk := os.read(fd, min(limit, 1 << 20))):
+            chunks.append(chunk)
+            limit -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _tail(path):
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - TAIL_CHARS * 4))
-            return handle.read().decode("utf-8", "replace")[-TAIL_CHARS:]
-    except OSError:
-        return ""
+    return _output_file(path, TAIL_CHARS * 4, tail=True).decode("utf-8", "replace")[-TAIL_CHARS:]
 
 
 def _error_text(error):
@@ -161,10 +241,31 @@ def _read_message(stream):
     return marshal.loads(stream.read(int.from_bytes(header, "big")))
 
 
-def _write_message(stream, message):
+def _send_fds(sock, message, fds):
+    """``socket.send_fds``: ``fds`` passed with ``message`` (SCM_RIGHTS, see unix(7))."""
+    data = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+    sock.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, data)])
+
+
+def _receive_fds(sock, count):
+    """``socket.recv_fds``: a message and the descriptors passed with it."""
+    message, ancillary, _, _ = sock.recvmsg(16, _socket.CMSG_SPACE(4 * count))
+    fds = []
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds += [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, len(data) - 3, 4)]
+    return message, fds
+
+
+def _framed(message):
     body = marshal.dumps(message)
-    stream.write(len(body).to_bytes(4, "big") + body)
-    stream.flush()
+    return len(body).to_bytes(4, "big") + body
+
+
+def _write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _join_threads():
@@ -178,39 +279,44 @@ def _join_threads():
             thread.join()
 
 
+def _kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 class ProgramChild:
     """In a forked child: loads one program and answers calls into it. Runs untrusted code."""
 
-    def __init__(self, requests, replies, output_path):
+    def __init__(self, requests, replies, workdir):
         self.requests = requests
         self.replies = replies
-        self.output_path = output_path
+        self.output_path = os.path.join(workdir, "program-output")
         self.namespace = None
 
     def reply(self, message):
         self.replies.write(json.dumps(message) + "\n")
         self.replies.flush()
 
-    def run(self, source):
-        os.setpgid(0, 0)
+    def run(self, code):
         sys.set_int_max_str_digits(0)
         _redirect(0, os.devnull, os.O_RDONLY)
         _redirect(1, self.output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(1, 2)
-        self.reply(self.load(source))
+        self.reply(self.load(code))
         while (request := _read_message(self.requests)) is not None:
             self.reply(self.call(request))
 
-    def load(self, source):
+    def load(self, code):
         # A real module in sys.modules: dataclasses and pickling look their module up there.
         module = types.ModuleType("solution")
         sys.modules["solution"] = module
         namespace = module.__dict__
         started = time.perf_counter()
-        try:
-            code = compile(source, "<solution>", "exec")
-        except (SyntaxError, ValueError) as error:
-            return {"ok": False, "kind": "compile_error", "error": _error_text(error)}
         try:
             exec(code, namespace)
         except BaseException as error:  # a SystemExit or KeyboardInterrupt from the program too
@@ -261,97 +367,273 @@ class ProgramChild:
         return {"ok": True, "value": encoded, "runtime_s": time.perf_counter() - started}
 
 
-class Zygote:
-    """The long-lived runner process: forks children for programs, never runs untrusted code."""
+def _run_script(job):
+    """In a forked child: the program as ``__main__`` with the test input as stdin."""
+    exit_code = 0
+    try:
+        _redirect(0, job["in"], os.O_RDONLY)
+        _redirect(1, job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        _redirect(2, job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
+        sys.set_int_max_str_digits(0)
+        exec(job["code"], {"__name__": "__main__", "__builtins__": __builtins__})
+        _join_threads()
+    except SystemExit as error:
+        exit_code = error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
+    except BaseException as error:
+        sys.stderr.write(_error_text(error) + "\n")
+        exit_code = 1
+    finally:
+        try:
+            for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+                stream.flush()
+        finally:
+            os._exit(exit_code)
 
-    def __init__(self, sandboxed):
+
+class Template:
+    """The sandbox's first process: forks children for programs and reaps every process. It reads
+    nothing but "fork" and two file descriptors from the relay, so its memory - which every child
+    starts with - holds nothing of any sample."""
+
+    def __init__(self, control, relay):
+        self.control = control
+        self.relay = relay
+        self.children = set()
+        self.wake_read, self.wake_write = os.pipe()
+        os.set_blocking(self.wake_read, False)
+        os.set_blocking(self.wake_write, False)
+
+    def serve(self):
+        # Every object so far, frozen: a child's collections skip them, and so do not touch (and
+        # copy) the pages they share with this process.
+        gc.disable()
+        gc.freeze()
+        signal.set_wakeup_fd(self.wake_write, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self._reap()
+        while True:
+            readable = select.select([self.control, self.wake_read], [], [])[0]
+            if self.wake_read in readable:
+                while True:
+                    try:
+                        os.read(self.wake_read, 4096)
+                    except BlockingIOError:
+                        break
+                self._reap()
+            if self.control in readable:
+                message, fds = _receive_fds(self.control, 2)
+                if not message:
+                    return
+                self._fork(*fds)
+
+    def _fork(self, job_fd, reply_fd):
+        pid = os.fork()
+        if pid == 0:
+            self._child(job_fd, reply_fd)
+        try:
+            os.setpgid(pid, pid)  # also done by the child: whichever runs first
+        except OSError:
+            pass
+        os.close(job_fd)
+        os.close(reply_fd)
+        self.children.add(pid)
+        self.control.send(b"forked %d" % pid)
+
+    def _reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.relay:
+                os._exit(0)  # as init, this ends every process of the sandbox
+            if pid in self.children:
+                self.children.discard(pid)
+                self.control.send(b"exited %d %d" % (pid, os.waitstatus_to_exitcode(status)))
+
+    def _child(self, job_fd, reply_fd):
+        """The new child: reads its job (from the relay, not the template) and runs it."""
+        code = 1
+        try:
+            os.setpgid(0, 0)
+            gc.enable()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            os.close(self.control.detach())
+            os.close(self.wake_read)
+            os.close(self.wake_write)
+            requests = os.fdopen(job_fd, "rb")
+            job = _read_message(requests)
+            os.chdir(job["workdir"])
+            if job["op"] == "script":
+                requests.close()
+                os.close(reply_fd)
+                _run_script(job)
+            ProgramChild(requests, os.fdopen(reply_fd, "w"), job["workdir"]).run(job["code"])
+            code = 0
+        finally:
+            os._exit(code)
+
+
+class Relay:
+    """Speaks with the trusted side; starts programs through the template and resets the sandbox
+    between them. Holds every request and reply, and never forks.
+
+    After each reset it asks the template for the next program's child at once (the *spare*),
+    which waits for its job: the fork is done while the trusted side reads the reply. A spare
+    runs none of a program's code until its job comes, so the sandbox is clean with it waiting.
+    """
+
+    def __init__(self, control, sandboxed):
+        self.control = control
         self.sandboxed = sandboxed
+        self.pid = os.getpid()
         self.requests = os.fdopen(os.dup(0), "rb")
         self.responses = os.fdopen(os.dup(1), "w", encoding="utf-8")
-        for fd in (0, 1, 2):
+        for fd in (0, 1):
             _redirect(fd, os.devnull, os.O_RDWR)
-        self.child = None  # (pid, request pipe, reply pipe)
+        self.child = None  # (pid, request fd, reply fd) of the loaded program
+        self.spare = None  # (request fd, reply fd) of the child forked ahead; its pid comes later
+        self.exits = {}  # pid -> exit code, reported by the template
+        #: Whether a child got its job since the last reset: if none did, no program code ran
+        #: since, and there is nothing to reset.
+        self.dirty = False
         self.scratch = [os.getcwd()] + [d for d in SCRATCH_DIRECTORIES if sandboxed and os.path.isdir(d)]
-        self.programs = 0
-        self.workdir = self._new_workdir()
-        if sandboxed:
-            import ctypes  # only here: the import costs milliseconds and unsafe mode has no use for it
-
-            ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        self.workdir = os.path.join(self.scratch[0], WORKDIR)
+        os.mkdir(self.workdir, 0o700)
+        self._fork_spare()
 
     def serve(self):
         while (request := _read_message(self.requests)) is not None:
+            nonce = request.pop("id")
             reply = getattr(self, "op_" + request["op"])(request)
-            self.responses.write(reply if isinstance(reply, str) else json.dumps(reply) + "\n")
+            self.responses.write(f"{nonce} {reply if isinstance(reply, str) else json.dumps(reply)}\n")
             self.responses.flush()
 
-    def _new_workdir(self):
-        """A fresh directory for the next program: nothing of an earlier program is in it."""
-        self.programs += 1
-        path = os.path.join(self.scratch[0], f"program-{self.programs}")
-        os.mkdir(path, 0o700)
-        return path
+    @staticmethod
+    def _compiled(source):
+        """The program compiled here (it reaches the child in its job: marshal carries code
+        objects), or a compile_error reply. Compiling here, not in the child, keeps that work out
+        of a fresh copy-on-write process."""
+        try:
+            return compile(source, "<solution>", "exec"), None
+        except (SyntaxError, ValueError) as error:
+            return None, {"ok": False, "kind": "compile_error", "error": _error_text(error)}
+
+    def _fork_spare(self):
+        job_read, job_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        _send_fds(self.control, b"fork", [job_read, reply_write])
+        os.close(job_read)
+        os.close(reply_write)
+        self.spare = (job_write, reply_read)
+
+    def _start(self, job):
+        """The spare child, given its job: (pid, request fd, reply fd). There is always a spare
+        here: one is forked when the relay starts and after every reset that follows a start."""
+        (requests, replies), self.spare = self.spare, None
+        self.dirty = True
+        pid = self._control_message()
+        try:
+            _write_all(requests, _framed(job))
+        except OSError:
+            pass  # the child is gone; reading its reply says so
+        return pid, requests, replies
+
+    def _control_message(self, exited=None, deadline=None):
+        """The pid of the child forked last; or, with ``exited``, that child's exit code (None
+        past ``deadline``). Exits reported meanwhile are kept for when they are asked for."""
+        while exited is None or exited not in self.exits:
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not select.select([self.control], [], [], remaining)[0]:
+                    return None
+            message = self.control.recv(64)
+            if not message:
+                os._exit(4)  # the template is gone
+            kind, *numbers = message.split()
+            if kind == b"forked" and exited is None:
+                return int(numbers[0])
+            if kind == b"exited":
+                self.exits[int(numbers[0])] = int(numbers[1])
+        return self.exits.pop(exited)
 
     def reset(self):
         """End the current program and everything it started; empty the scratch directories.
 
-        If they cannot be emptied (a program found a way to keep something), the zygote exits:
+        If they cannot be emptied (a program found a way to keep something), the relay exits:
         the trusted side then replaces the whole sandbox rather than run a program in a dirty one.
         """
+        if not self.dirty:
+            return
+        self.dirty = False
+        pid = None
         if self.child is not None:
             pid, requests, replies = self.child
             self.child = None
-            requests.close()
-            replies.close()
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            os.close(requests)
+            os.close(replies)
+            _kill_group(pid)
         if self.sandboxed:
             # Inside our own PID namespace: every process but this one and init is a program's.
             try:
                 os.kill(-1, signal.SIGKILL)
             except OSError:
                 pass
-        while True:
-            try:
-                if os.waitpid(-1, 0)[0] == 0:
-                    break
-            except ChildProcessError:
-                break
+        if pid is not None and self._control_message(exited=pid, deadline=time.monotonic() + 10) is None:
+            os._exit(3)
+        if self.sandboxed:
+            self._await_alone()
+        self.exits.clear()
         for directory in self.scratch:
             self._empty(directory)
             if os.listdir(directory) or not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
                 os._exit(3)
-        self.workdir = self._new_workdir()
+        os.mkdir(self.workdir, 0o700)
+        self._fork_spare()
+
+    def _await_alone(self):
+        """Wait until init has reaped every process killed (they leave /proc when reaped); the
+        program's own process is already reaped, so there is only a wait where it had started
+        others."""
+        deadline = time.monotonic() + 5
+        delay = 0.0001
+        while any(name.isdigit() and int(name) not in (1, self.pid) for name in os.listdir("/proc")):
+            if time.monotonic() > deadline:
+                os._exit(3)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.005)
 
     @staticmethod
     def _empty(directory):
-        """Delete everything below ``directory``, first giving back any permission taken away."""
-        os.chmod(directory, 0o700)
-        for root, dirs, _ in os.walk(directory):
-            for name in dirs:
-                try:
-                    os.chmod(os.path.join(root, name), 0o700)
-                except OSError:
-                    pass
-        for root, dirs, files in os.walk(directory, topdown=False):
-            for name in files:
-                try:
-                    os.unlink(os.path.join(root, name))
-                except OSError:
-                    pass
-            for name in dirs:
-                try:
-                    os.rmdir(os.path.join(root, name))
-                except OSError:
-                    pass
+        """Delete everything below ``directory``, giving back any permission a program took away
+        from a directory before reading it."""
+        try:
+            os.chmod(directory, 0o700)
+            entries = list(os.scandir(directory))
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    Relay._empty(entry.path)
+                    os.rmdir(entry.path)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
 
-    def _await_line(self, replies, timeout):
+    @staticmethod
+    def _await_line(fd, timeout):
         """One reply line from a child, or a failure dict (timeout, crash, oversize)."""
         deadline = time.monotonic() + timeout
         buffer = b""
-        fd = replies.fileno()
         while b"\n" not in buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
@@ -366,8 +648,7 @@ class Zygote:
                     "kind": "crashed",
                     "error": "the program's reply exceeded the size limit",
                 }
-        line = buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
-        return line + "\n"
+        return buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
 
     def op_reset(self, request):
         self.reset()
@@ -375,34 +656,17 @@ class Zygote:
 
     def op_program(self, request):
         self.reset()
-        request_read, request_write = os.pipe()
-        reply_read, reply_write = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            code = 0
-            try:
-                os.close(request_write)
-                os.close(reply_read)
-                self.requests.close()
-                self.responses.close()
-                os.chdir(self.workdir)
-                output = os.path.join(self.workdir, "program-output")
-                child = ProgramChild(os.fdopen(request_read, "rb"), os.fdopen(reply_write, "w"), output)
-                child.run(request["source"])
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(request_read)
-        os.close(reply_write)
-        self.child = (pid, os.fdopen(request_write, "wb"), os.fdopen(reply_read, "rb"))
+        code, failure = self._compiled(request["source"])
+        if failure is not None:
+            return failure
+        self.child = self._start({"op": "program", "code": code, "workdir": self.workdir})
         return self._relay_reply(float(request.get("timeout", 5.0)))
 
     def op_call(self, request):
         if self.child is None:
             return {"ok": False, "kind": "not_loaded", "error": "no program is loaded"}
         try:
-            _write_message(self.child[1], request)
+            _write_all(self.child[1], _framed(request))
         except OSError:
             self.reset()
             return {"ok": False, "kind": "crashed", "error": "the program's process died"}
@@ -416,24 +680,20 @@ class Zygote:
 
     def op_script(self, request):
         self.reset()
-        in_path, out_path, err_path = (
-            os.path.join(self.workdir, f"script-{name}") for name in ("in", "out", "err")
-        )
-        try:
-            code = compile(request["source"], "<solution>", "exec")
-        except (SyntaxError, ValueError) as error:
-            return {"ok": False, "kind": "compile_error", "error": _error_text(error)}
-        with open(in_path, "w", encoding="utf-8") as handle:
+        code, failure = self._compiled(request["source"])
+        if failure is not None:
+            return failure
+        paths = {name: os.path.join(self.workdir, f"script-{name}") for name in ("in", "out", "err")}
+        with open(paths["in"], "w", encoding="utf-8") as handle:
             handle.write(request.get("stdin", ""))
         started = time.perf_counter()
-        child = os.fork()
-        if child == 0:
-            self._run_script(code, in_path, out_path, err_path)
-        exit_code, timed_out = self._wait(child, float(request.get("timeout", 5.0)))
+        pid, requests, replies = self._start({"op": "script", "code": code, "workdir": self.workdir, **paths})
+        os.close(requests)
+        os.close(replies)
+        exit_code, timed_out = self._wait(pid, float(request.get("timeout", 5.0)))
         runtime = time.perf_counter() - started
-        with open(out_path, "rb") as handle:
-            raw = handle.read(MAX_OUTPUT_BYTES + 1)
-        stderr = _tail(err_path)
+        raw = _output_file(paths["out"], MAX_OUTPUT_BYTES + 1)
+        stderr = _tail(paths["err"])
         self.reset()
         return {
             "ok": True,
@@ -445,55 +705,41 @@ class Zygote:
             "runtime_s": runtime,
         }
 
-    def _run_script(self, code, in_path, out_path, err_path):
-        """In the forked child: the program as ``__main__`` with the test input as stdin."""
-        exit_code = 0
-        try:
-            os.setpgid(0, 0)
-            self.requests.close()
-            self.responses.close()
-            _redirect(0, in_path, os.O_RDONLY)
-            _redirect(1, out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            _redirect(2, err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            os.chdir(self.workdir)
-            sys.stdin = open(0, encoding="utf-8", closefd=False)
-            sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-            sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
-            sys.set_int_max_str_digits(0)
-            exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
-            _join_threads()
-        except SystemExit as error:
-            exit_code = error.code if isinstance(error.code, int) else (0 if error.code is None else 1)
-        except BaseException as error:
-            sys.stderr.write(_error_text(error) + "\n")
-            exit_code = 1
-        finally:
-            try:
-                for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-                    stream.flush()
-            finally:
-                os._exit(exit_code)
+    def _wait(self, pid, timeout):
+        """(exit code, False), or (None, True) when the child ran past ``timeout`` (killed)."""
+        exit_code = self._control_message(exited=pid, deadline=time.monotonic() + timeout)
+        if exit_code is not None:
+            return exit_code, False
+        _kill_group(pid)
+        if self._control_message(exited=pid, deadline=time.monotonic() + 10) is None:
+            os._exit(3)
+        return None, True
 
-    @staticmethod
-    def _wait(child, timeout):
-        deadline = time.monotonic() + timeout
-        delay = 0.0005
-        while True:
-            pid, status = os.waitpid(child, os.WNOHANG)
-            if pid:
-                return (os.waitstatus_to_exitcode(status), False)
-            if time.monotonic() >= deadline:
-                try:
-                    os.killpg(child, signal.SIGKILL)
-                except OSError:
-                    os.kill(child, signal.SIGKILL)
-                os.waitpid(child, 0)
-                return (None, True)
-            time.sleep(delay)
-            delay = min(delay * 2, 0.01)
+
+def main():
+    # Inside bwrap's PID namespace (--as-pid-1) this process is its init. Only there may the
+    # relay's reset kill "everything": outside it, kill(-1) would reach every process of the user.
+    sandboxed = "--sandboxed" in sys.argv and os.getpid() == 1
+    if sandboxed:
+        import ctypes  # only here: the import costs milliseconds and unsafe mode has no use for it
+
+        ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    template_end, relay_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    relay = os.fork()
+    if relay == 0:
+        template_end.close()
+        try:
+            Relay(relay_end, sandboxed).serve()
+        except BaseException:
+            sys.excepthook(*sys.exc_info())  # to the diagnostics file, which only the relay holds
+            os._exit(1)
+        os._exit(0)
+    relay_end.close()
+    for fd in (0, 1, 2):
+        _redirect(fd, os.devnull, os.O_RDWR)
+    Template(template_end, relay).serve()
 
 
 if __name__ == "__main__":
-    # Only inside bwrap's PID namespace (whose init is our parent) may reset kill "everything":
-    # outside it, kill(-1) would reach every process of the user.
-    Zygote(sandboxed="--sandboxed" in sys.argv and os.getppid() == 1).serve()
+    main()

@@ -101,8 +101,10 @@ class CodeExecutionReward(Reward):
 
     Tests come from the sample's fields; see `cases` for the formats (HumanEval, MBPP, APPS /
     TACO / CodeContests, plain input/output lists). ``Score.details`` lists each test's outcome,
-    runtime and the reason for each failure; a program that does not compile or crashes on
-    import fails every test and says why in ``reason``.
+    runtime and the reason for each failure, and ``memory_limit``: ``"cgroup2"`` or
+    ``"cgroup1"`` where the program's processes shared one memory limit, ``"per_process"``
+    where no memory cgroup could be made (see `cgroup`); a program that does not compile or
+    crashes on import fails every test and says why in ``reason``.
     """
 
     io_bound = True
@@ -222,6 +224,8 @@ class CodeExecutionReward(Reward):
             tests=[o.to_dict() for o in report.outcomes[:MAX_DETAILED_TESTS]],
             output_tail=report.output_tail,
         )
+        if report.memory_limit is not None:
+            details["memory_limit"] = report.memory_limit
         if report.load_error:
             details["load_error"] = report.load_error
         return Score(

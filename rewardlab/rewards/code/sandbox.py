@@ -4,37 +4,42 @@ Every sandboxed process is started as::
 
     setpriv --reuid=U --regid=U --clear-groups --no-new-privs --   (an unprivileged user)
       prlimit --nproc --as --cpu --fsize --nofile --                (resource limits)
-        bwrap --unshare-all ... --                                  (namespaces, read-only system)
+        bwrap --unshare-all --as-pid-1 ... --                       (namespaces, read-only system)
           /usr/bin/python3 -I -S /sandbox/python_runner.py
 
 - Namespaces (bwrap): no network (a new, empty network namespace), its own PID namespace (when
   its first process dies, the kernel kills every process in it), a read-only view of ``/usr``
   only (no ``/etc``, no home, no project, no ``/proc`` of the host), a read-only ``/dev`` with a
   small ``/dev/shm``, a private ``/tmp`` tmpfs of bounded size, an empty environment, and a
-  seccomp filter against state that outlives processes (see `seccomp`).
+  seccomp filter (see `seccomp`).
+- Our runner is the namespace's first process (``--as-pid-1``): bwrap's own init would run as the
+  program's user, dumpable, holding the pipes to the trusted side, and outlive every program -
+  a process a program could trace and make write for it (issue 18). The runner is copied into
+  the sandbox from a file descriptor (``--ro-bind-data``), so the mount table shows no host path.
 - An unprivileged user: root ignores ``RLIMIT_NPROC``, so a fork bomb is only bounded when the
   real user id is not 0. When rewardlab runs as root each worker uses its own uid from
   `UID_RANGE` (no account is needed); otherwise the sandboxes run as the calling user and share
   its process limit (a fork bomb in one can then keep another from starting processes).
+- Memory: ``RLIMIT_AS`` per process, and a memory cgroup over the whole sandbox where one can be
+  made (see `cgroup`).
 - A wall-clock deadline is enforced by the caller, which kills the process group: that takes the
   PID namespace, and with it every process the program started, down with it.
 
-``bwrap`` comes from Debian's ``bubblewrap`` package. Without it construction fails loudly; the
-`unsafe_local` mode (no isolation, limits and deadlines only) exists for trusted code and must be
-asked for by name.
+``bwrap`` comes from Debian's ``bubblewrap`` package (options as its man page, bwrap(1), gives
+them). Without it construction fails loudly; the `unsafe_local` mode (no isolation, limits and
+deadlines only) exists for trusted code and must be asked for by name.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from rewardlab.rewards.code.cgroup import MemoryCgroup
 
 RUNNER_SOURCE = Path(__file__).with_name("python_runner.py")
 SANDBOX_RUNNER = "/sandbox/python_runner.py"
@@ -55,7 +60,8 @@ class SandboxLimits:
     """Resource limits for one sandboxed run.
 
     Attributes:
-        memory_bytes: Address-space limit (``RLIMIT_AS``) of each process. Default 1 GiB.
+        memory_bytes: Address-space limit (``RLIMIT_AS``) of each process, and the memory limit
+            of the whole sandbox where a memory cgroup can be made (see `cgroup`). Default 1 GiB.
         cpu_seconds: CPU-time limit (``RLIMIT_CPU``) per process, a backstop behind the caller's
             wall-clock deadline. Default 60.
         processes: Processes the sandbox user may have (``RLIMIT_NPROC``); bounds fork bombs.
@@ -83,25 +89,6 @@ def _python_for_sandbox() -> str:
         "the sandbox runs programs with the system Python under /usr (e.g. /usr/bin/python3); "
         "install it with: apt-get install -y python3"
     )
-
-
-@functools.cache
-def runner_path() -> str:
-    """A world-readable copy of the runner script, one per version of its content.
-
-    bwrap runs as the sandbox user, which must be able to read what it binds; the installed
-    package may live where only its owner can read (a virtual environment under /root).
-    """
-    source = RUNNER_SOURCE.read_bytes()
-    directory = Path(tempfile.gettempdir()) / f"rewardlab-runner-{hashlib.sha256(source).hexdigest()[:16]}"
-    path = directory / "python_runner.py"
-    if not path.exists() or path.read_bytes() != source:
-        directory.mkdir(mode=0o755, exist_ok=True)
-        staged = directory / f".python_runner.{os.getpid()}"
-        staged.write_bytes(source)
-        staged.chmod(0o644)
-        staged.replace(path)  # atomic: concurrent processes never see half a file
-    return str(path)
 
 
 def _sandbox_uid() -> int | None:
@@ -150,15 +137,33 @@ class Sandbox:
                 "(sysctl kernel.unprivileged_userns_clone=1)"
             )
 
-    def command(self, program: list[str], seccomp_fd: int | None = None) -> list[str]:
-        """The full command line that runs ``program`` (a path inside the sandbox) isolated;
-        ``seccomp_fd`` is an open file holding `seccomp.ipc_filter`, passed to bwrap."""
+    def command(
+        self,
+        program: list[str],
+        seccomp_fd: int | None = None,
+        runner_fd: int | None = None,
+        cgroup: MemoryCgroup | None = None,
+    ) -> list[str]:
+        """The full command line that runs ``program`` (a path inside the sandbox) isolated, as the
+        first process of its PID namespace, which must reap the others; ``seccomp_fd`` is an open
+        file holding `seccomp.sandbox_filter`, ``runner_fd`` one holding the runner's source,
+        both passed to bwrap. With ``cgroup``, the first process joins it (by a shell, still
+        with our privileges) before anything else starts."""
         limits = self.limits
         nproc = limits.processes
         uid = _sandbox_uid() if self.isolation == "bwrap" else None
         prefix: list[str] = []
+        if cgroup is not None:
+            prefix = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(cgroup.procs)]
         if uid is not None:
-            prefix = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--"]
+            prefix += [
+                "setpriv",
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--",
+            ]
         else:
             # RLIMIT_NPROC counts all of the user's processes: leave room for the ones running.
             nproc += _process_count(os.getuid())
@@ -179,6 +184,7 @@ class Sandbox:
             "--unshare-all",
             "--unshare-user",
             "--disable-userns",
+            "--as-pid-1",
             "--die-with-parent",
             "--new-session",
             "--clearenv",
@@ -193,7 +199,7 @@ class Sandbox:
             "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
             "--remount-ro", "/dev",
             "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
-            "--ro-bind", runner_path(), SANDBOX_RUNNER,
+            *(["--ro-bind-data", str(runner_fd), SANDBOX_RUNNER] if runner_fd is not None else []),
             *(["--seccomp", str(seccomp_fd)] if seccomp_fd is not None else []),
             "--remount-ro", "/",
             "--chdir", "/tmp",
@@ -201,12 +207,16 @@ class Sandbox:
             *program,
         ]  # fmt: skip
 
-    def runner_command(self, seccomp_fd: int | None = None) -> list[str]:
-        """The command that starts a Python runner (see `python_runner`)."""
+    def runner_command(
+        self, seccomp_fd: int | None = None, runner_fd: int | None = None, cgroup: MemoryCgroup | None = None
+    ) -> list[str]:
+        """The command that starts a Python runner (see `python_runner`); with bwrap, the runner
+        is read from ``runner_fd``. Without isolation the runner runs as the calling user, who
+        can read the installed file."""
         if self.isolation == "bwrap":
             runner = [_python_for_sandbox(), "-I", "-S", SANDBOX_RUNNER, "--sandboxed"]
-            return self.command(runner, seccomp_fd)
-        return self.command([_python_for_sandbox(), "-I", "-S", runner_path()])
+            return self.command(runner, seccomp_fd, runner_fd, cgroup)
+        return self.command([_python_for_sandbox(), "-I", "-S", str(RUNNER_SOURCE)], cgroup=cgroup)
 
 
 def _process_count(uid: int) -> int:

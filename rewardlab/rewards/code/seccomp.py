@@ -1,7 +1,14 @@
-"""A seccomp filter that closes the channels a sandbox's processes could keep state in between
-programs: System V IPC (shared memory, semaphores, message queues), POSIX message queues and the
-kernel keyrings. All of them outlive the processes that create them; shared memory is also memory
-no resource limit counts. Filesystems are covered differently (the runner empties them).
+"""A seccomp filter for the sandbox's processes, against two things:
+
+- Channels that keep state between programs: System V IPC (shared memory, semaphores, message
+  queues), POSIX message queues and the kernel keyrings. All of them outlive the processes that
+  create them; shared memory is also memory no resource limit counts. Filesystems are covered
+  differently (the runner empties them).
+- Reaching into another process: ``ptrace``, ``process_vm_readv`` / ``process_vm_writev`` and
+  ``pidfd_getfd``. The runner's processes are non-dumpable, which already makes the kernel refuse
+  these (and ``/proc/<pid>/mem``, which no syscall filter can tell apart by path) to programs of
+  the same user; refusing the calls outright keeps one mistake from being enough. A program
+  that traced bwrap's init made it write forged results to the trusted side (issue 18).
 
 The filter is classic BPF, built here for x86-64 and AArch64 (other architectures run without it).
 A process of another ABI (x32, i386 on x86-64) is killed, so a blocked call cannot be reached
@@ -29,22 +36,26 @@ _ARCHITECTURES = {
     "x86_64": (
         0xC000003E,
         # shmget shmat shmctl semget semop semctl msgget msgsnd msgrcv msgctl semtimedop,
-        # mq_open .. mq_getsetattr, add_key request_key keyctl
-        (29, 30, 31, 64, 65, 66, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245, 248, 249, 250),
+        # mq_open .. mq_getsetattr, add_key request_key keyctl;
+        # ptrace process_vm_readv process_vm_writev pidfd_getfd
+        (29, 30, 31, 64, 65, 66, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245, 248, 249, 250,
+         101, 310, 311, 438),
     ),
     "aarch64": (
         0xC00000B7,
-        # mq_open .. mq_getsetattr, msgget .. shmat, add_key request_key keyctl
-        (180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 217, 218, 219),
+        # mq_open .. mq_getsetattr, msgget .. shmat, add_key request_key keyctl;
+        # ptrace process_vm_readv process_vm_writev pidfd_getfd
+        (180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 217, 218, 219,
+         117, 270, 271, 438),
     ),
-}
+}  # fmt: skip
 
 
 def _instruction(code: int, jump_true: int, jump_false: int, value: int) -> bytes:
     return struct.pack("HBBI", code, jump_true, jump_false, value)
 
 
-def ipc_filter(machine: str | None = None) -> bytes | None:
+def sandbox_filter(machine: str | None = None) -> bytes | None:
     """The compiled filter for this machine's architecture, or None where there is none."""
     machine = machine or platform.machine()
     if machine not in _ARCHITECTURES:

@@ -3,6 +3,11 @@
 The caller holds the only copy of the tests; the session only carries requests in and program
 outputs back. Any deadline missed, crash, or garbled reply ends the session: its process group
 (and with it the sandbox's PID namespace) is killed, and the caller starts a fresh one.
+
+Each request carries a random id that its reply must repeat, and nothing may arrive between
+replies: a line that something other than the runner wrote into the pipe - a program that got
+hold of it could answer for the programs after it (issue 18) - ends the session instead of
+being read as a result.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import functools
 import json
 import marshal
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -21,8 +27,9 @@ import tempfile
 import time
 from typing import Any
 
-from rewardlab.rewards.code.sandbox import Sandbox
-from rewardlab.rewards.code.seccomp import ipc_filter
+from rewardlab.rewards.code.cgroup import MemoryCgroup
+from rewardlab.rewards.code.sandbox import RUNNER_SOURCE, Sandbox
+from rewardlab.rewards.code.seccomp import sandbox_filter
 
 MAX_RESPONSE_BYTES = 12 << 20
 SANDBOX_ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
@@ -54,13 +61,10 @@ def reap_orphans() -> None:
             return
 
 
-def _seccomp_file() -> int | None:
-    """An open descriptor holding the sandbox's seccomp filter, for bwrap to load."""
-    program = ipc_filter()
-    if program is None:
-        return None
-    fd = os.memfd_create("rewardlab-seccomp", 0)
-    os.write(fd, program)
+def _memory_file(name: str, content: bytes) -> int:
+    """An open descriptor holding ``content``, for bwrap to read."""
+    fd = os.memfd_create(name, 0)
+    os.write(fd, content)
     os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
@@ -82,30 +86,45 @@ class SessionEnded(RuntimeError):
 
 
 class SandboxSession:
-    """A runner process (see `python_runner`) inside the sandbox; it serves many programs."""
+    """A runner process (see `python_runner`) inside the sandbox; it serves many programs.
 
-    def __init__(self, sandbox: Sandbox):
+    Args:
+        sandbox: How to start the runner.
+        cgroup: The memory cgroup that every process of the sandbox joins (see `cgroup`); it is
+            emptied when the session closes. None: each process has only its own ``RLIMIT_AS``.
+    """
+
+    def __init__(self, sandbox: Sandbox, cgroup: MemoryCgroup | None = None):
         self.workdir = (
             tempfile.mkdtemp(prefix="rewardlab-run-") if sandbox.isolation == "unsafe_local" else None
         )
         self.diagnostics = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the session
-        seccomp = _seccomp_file() if sandbox.isolation == "bwrap" else None
+        seccomp = runner = None
+        if sandbox.isolation == "bwrap":
+            runner = _memory_file("rewardlab-runner", RUNNER_SOURCE.read_bytes())
+            program = sandbox_filter()
+            seccomp = None if program is None else _memory_file("rewardlab-seccomp", program)
+        passed = [fd for fd in (seccomp, runner) if fd is not None]
+        self.cgroup = cgroup
+        #: What limits the memory of a program: "cgroup2" or "cgroup1" (all its processes
+        #: together), or "per_process" (RLIMIT_AS alone, where no cgroup could be made).
+        self.memory_limit = cgroup.kind if cgroup is not None else "per_process"
         try:
             self.process = subprocess.Popen(
-                sandbox.runner_command(seccomp),
+                sandbox.runner_command(seccomp, runner, self.cgroup),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self.diagnostics,
                 start_new_session=True,
                 cwd=self.workdir,
-                pass_fds=() if seccomp is None else (seccomp,),
+                pass_fds=passed,
                 # Not even bwrap gets our environment: its own /proc/<pid>/environ is readable
                 # from inside the sandbox, and the environment is where API keys live.
                 env=SANDBOX_ENVIRONMENT,
             )
         finally:
-            if seccomp is not None:
-                os.close(seccomp)
+            for fd in passed:
+                os.close(fd)
         os.set_blocking(self.process.stdin.fileno(), False)
         self.pending = b""
         self.closed = False
@@ -123,9 +142,13 @@ class SandboxSession:
         if self.closed:
             raise SessionEnded("the session is closed")
         deadline = time.monotonic() + timeout_s
-        body = marshal.dumps(message)
+        nonce = os.urandom(8).hex()
+        body = marshal.dumps({**message, "id": nonce})
         self._write(len(body).to_bytes(4, "big") + body, deadline)
-        line = self._read_line(deadline)
+        tag, _, line = self._read_line(deadline).partition(b" ")
+        if tag != nonce.encode() or self.pending:
+            self._end()
+            raise SessionEnded("the sandbox sent a reply that the runner did not write")
         try:
             reply = json.loads(line)
         except (ValueError, RecursionError):
@@ -135,6 +158,11 @@ class SandboxSession:
             self._end()
             raise SessionEnded("the runner sent an unreadable reply")
         return reply
+
+    def clean(self) -> bool:
+        """Whether nothing is waiting in the pipe from the runner, as between any two replies."""
+        stdout = self.process.stdout
+        return not self.pending and stdout is not None and not select.select([stdout], [], [], 0)[0]
 
     def _write(self, data: bytes, deadline: float) -> None:
         """Write without blocking past the deadline (a stopped runner stops reading)."""
@@ -205,5 +233,7 @@ class SandboxSession:
         for stream in (self.process.stdin, self.process.stdout):
             stream.close()
         self.diagnostics.close()
+        if self.cgroup is not None:
+            self.cgroup.empty()
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)

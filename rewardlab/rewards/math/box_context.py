@@ -30,6 +30,7 @@ LOOK_AROUND = 80
 _STRIKE = re.compile(r"\\(?:cancel|bcancel|xcancel|sout|st|cancelto\s*\{[^{}]{0,40}\})\s*(?=\{)")
 # Spacing that separates nothing: skipped when looking for a box's neighbours.
 _SPACING_BEFORE = re.compile(r"(?:\s|\\[,;:! ]|\\q?quad|~|\\(?:displaystyle|large|Large|LARGE|huge|Huge))+$")
+_LONGEST_SPACING = len("\\displaystyle") + 1
 _SPACING_AFTER = re.compile(r"(?:\s|\\[,;:! ]|\\q?quad(?![a-zA-Z])|~)+")
 # What may come right before a box: the end of an equation or a label, an implication, a list
 # separator, an opening bracket or delimiter, an alignment mark or a row break.
@@ -106,8 +107,18 @@ def operand_of_expression(text: str, box: Span, in_math: bool) -> str | None:
 
 
 def _without_trailing_spacing(text: str) -> str:
-    spacing = _SPACING_BEFORE.search(text)
-    return text[: spacing.start()] if spacing else text
+    """``text`` without the spacing that ends it. The pattern is tried on a growing tail: a search
+    of the whole text tries it at every position. A run found within a token's length of the
+    tail's start may begin further back, so the tail grows until it does not."""
+    size = 32
+    while True:
+        start = max(0, len(text) - size)
+        spacing = _SPACING_BEFORE.search(text, start)
+        if spacing is None:
+            return text
+        if start == 0 or spacing.start() >= start + _LONGEST_SPACING:
+            return text[: spacing.start()]
+        size *= 4
 
 
 def _before(before: str, in_math: bool) -> str | None:

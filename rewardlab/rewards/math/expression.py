@@ -104,6 +104,8 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+_PLAIN_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
 # The tree is made of small tuples: ("num", Fraction, decimals|None), ("var", name),
 # ("const", name), ("neg", x), ("add", a, b), ("sub", a, b), ("mul", a, b), ("div", a, b),
 # ("pow", a, b), ("root", x, n), ("func", name, x), ("fact", x), ("based", digits, base).
@@ -420,6 +422,10 @@ def _number(text: str) -> Node:
 
 def parse_expression(text: str) -> Node:
     """Parse a normalised answer into a tree, or raise `Unsupported`."""
+    if _PLAIN_NUMBER.fullmatch(text):
+        # Most answers are one number: the tree the parser would build, without tokens and descent
+        # (a third of a verdict's time on first contact).
+        return _number(text)
     text = text.replace(r"\cdot", "*").replace(r"\times", "*")
     tokens = tokenize(text)
     if len(tokens) > MAX_TOKENS:

@@ -47,7 +47,10 @@ from rewardlab.rewards.math.commitment import (
     conditional,
     disowned,
     doubted,
+    doubted_after,
+    doubted_before,
     mask_math,
+    mentions_any,
     read_predicate,
     read_sentence,
     retraction,
@@ -77,8 +80,8 @@ _SIGN_OFF = re.compile(
     r"please\s+let\b|good\s+luck\b|happy\s+to\s+help\b|thank\s+you\b|thanks\b|cheers\b|[-*_=#\s]+$)",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[^\s.])\.(?:\s+(?=[A-Z\\$])|\s*$)|\n|\?")
-_SENTENCE_BREAK = re.compile(r"(?<=[A-Za-z)])[.?!]\s")
+_SENTENCE_END = re.compile(r"\.(?<=[^\s.]\.)(?:\s+(?=[A-Z\\$])|\s*$)|\n|\?")
+_SENTENCE_BREAK = re.compile(r"[.?!](?<=[A-Za-z)][.?!])\s")
 # "add up to", "comes to": a total, not a bound ("up to 5").
 _SUMS_TO = re.compile(r"\b(?:adds?|added|adding|sums?|summed|comes?|came|amounts?)(?:\s+up)?\s+to\b", re.I)
 # A hedge written in mathematics right after a box: "$\\boxed{10} \\quad (\\text{or } 7)$".
@@ -99,6 +102,10 @@ _NEGATED_BEFORE = re.compile(
     r"(?:\s+(?:is|was|would\s+be))?[\s:=]*$",
     re.IGNORECASE,
 )
+#: A word every `_NEGATED_BEFORE` match holds ("cannot" holds "not").
+_NEGATION_WORDS = (
+    "not", "never", "n't", "n’t", "wrong", "incorrect", "false", "invalid", "erroneous", "mistaken",
+)  # fmt: skip
 #: Right after a statement: "or D", "and/or D" continue it into a hedge.
 _ALTERNATIVE_NEXT = re.compile(r"\s*(?:or|and/or|nor)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -219,7 +226,7 @@ def _sentence_after(text: str, start: int) -> str:
     sentence; a math span that opens at ``start`` may run over lines ("Answer: $\\n 9 \\n$")."""
     window = text[start : start + MAX_SENTENCE_CHARS]
     leading = len(window) - len(window.lstrip())
-    spans = math_spans(window)
+    spans = math_spans(window) if window[leading : leading + 1] in ("$", "\\") else []  # what opens one
     skip = spans[0].end if spans and spans[0].start == leading else 0
     end = _SENTENCE_END.search(window, skip)
     return window[: end.start() if end else len(window)]
@@ -256,6 +263,22 @@ def _in_math(text: str, box: Span) -> bool:
     return any(span.start < box.start - start < span.end for span in math_spans(text[start:end]))
 
 
+def _phrase_matches(text: str) -> list[re.Match[str]]:
+    """`_PHRASE`'s matches, as ``finditer`` finds them. Every match starts with "answer": in ASCII
+    text (where lower-casing keeps positions) the pattern is tried only where that word starts, a
+    seventh of the time of a scan that tries every position."""
+    if not text.isascii():
+        return list(_PHRASE.finditer(text))
+    lowered, found = text.lower(), []
+    start = lowered.find("answer")
+    while start != -1:
+        match = _PHRASE.match(text, start)
+        if match is not None:
+            found.append(match)
+        start = lowered.find("answer", match.end() if match is not None else start + 1)
+    return found
+
+
 def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list[str]]:
     """One statement per paragraph holding boxes, and the refusals among them.
 
@@ -278,7 +301,11 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
         # has the mathematics around it masked too, and only prose is read as words.
         masked = mask_math(text[start : group[-1].end + len(trail)])
         lead, masked_trail = masked[: len(raw_lead)], masked[group[-1].end - start :]
-        if _NEGATED_BEFORE.search(lead) or TAKEN_BACK_AFTER.search(masked_trail) or disowned(lead):
+        if (
+            (mentions_any(lead, _NEGATION_WORDS) and _NEGATED_BEFORE.search(lead))
+            or TAKEN_BACK_AFTER.search(masked_trail)
+            or disowned(lead)
+        ):
             refusals.append(
                 f"the boxed answer is negated or called wrong: {(raw_lead + '...' + trail)[-80:]!r}"
             )
@@ -291,9 +318,9 @@ def _box_statements(text: str, found: list[Span]) -> tuple[list[Statement], list
         answer = ", ".join(contents)
         # The box's own math delimiter ("$" before "\\boxed") is masked as "#": not a word before it.
         spoken = _SUMS_TO.sub(" is ", lead.rstrip("# "))
-        if doubted(spoken + " #", len(spoken) + 1):
+        if doubted_before(spoken + " "):
             answer = f"{' '.join(words(lead)[-3:])} {answer}"
-        if doubted("# " + masked_trail, 0) or _TEXT_HEDGE.match(text, group[-1].end):
+        if doubted_after("# " + masked_trail) or _TEXT_HEDGE.match(text, group[-1].end):
             # "\\boxed{5} or more": the words go with the value, which then reads as the hedge it is.
             answer = f"{answer} {trail.strip()}"
         statements.append(Statement(answer, "boxed", answer, group[0].start, group[-1].end))
@@ -595,7 +622,7 @@ def extract_answer(
     if embedded is not None:
         return Extraction(refusal=embedded)
     phrases: list[re.Match[str]] = []
-    for match in _PHRASE.finditer(text) if use_phrases else ():
+    for match in _phrase_matches(text) if use_phrases else ():
         if match.start() and text[match.start() - 1].isalpha():
             continue  # part of a longer word ("unanswered")
         if len(phrases) == MAX_MARKERS:

@@ -21,6 +21,7 @@ from typing import Any
 from rewardlab.rewards.answer_region import AnswerRegion, Region
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
 from rewardlab.rewards.math.answer import (
+    MAX_ANSWER_CHARS,
     Answer,
     Equation,
     Hedged,
@@ -199,17 +200,25 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     expected = _gold(gold)
     gold_answer, choice_expected = expected.answer, expected.choice
     cleaned = normalize(prediction)
+    if (
+        cleaned == expected.cleaned
+        and cleaned.text
+        and not choice_expected
+        and len(prediction) <= MAX_ANSWER_CHARS
+    ):
+        return True, None  # the reference as written: nothing to parse
     predicted = _parsed(prediction, choice_expected, cleaned)
     if isinstance(predicted, _Unparsed) and predicted.too_large:
         raise InvalidAnswer(predicted.message)
-    if cleaned == expected.cleaned and cleaned.text and not choice_expected:
-        return True, None
     if _needs_a_number(gold_answer, predicted) and not _is_number(predicted):
         value = None if isinstance(predicted, _Unparsed) else _value_node(predicted)
         if value is not None and not variables(value):
             return False, f"{prediction!r} is arithmetic left undone, not a number"
         if isinstance(predicted, _Unparsed | Scalar):
             return False, f"{prediction!r} is not a number"
+        if isinstance(predicted, Equation) and variables(predicted.left) and variables(predicted.right):
+            # "p(0) + p(4) = 128 - 106r": a relation between unknowns states no value at all.
+            return False, f"{prediction!r} relates unknowns, it is not a number"
     if isinstance(gold_answer, _Unparsed) or isinstance(predicted, _Unparsed):
         reason = incomplete(cleaned)
         return (False, reason) if reason is not None else (None, None)

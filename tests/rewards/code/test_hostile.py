@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from rewardlab import Sample
+from rewardlab import Sample, Status
 from rewardlab.rewards.code.reward import CodeExecutionReward
-from rewardlab.rewards.code.sandbox import UID_RANGE
+from rewardlab.rewards.code.sandbox import UID_RANGE, Sandbox
+from rewardlab.rewards.code.session import SandboxSession, SessionEnded
 
 SECRET = "rewardlab-secret-7f3a"
 HOST_CANARY = Path("/tmp/rewardlab-hostile-canary")
@@ -346,3 +347,396 @@ def test_closing_stops_programs_in_flight():
     assert time.monotonic() - started < 8
     assert not score.ok and "worker exited" in score.reason
     assert sandbox_processes() == []
+
+
+# --- issue 18: what a program of one sample can do to the next ones ---------------------------
+
+#: Ptrace every other process in the sandbox and make it write five forged replies into its fd 1
+#: (bwrap's init held the pipe to the grader there): a syscall instruction is found in its code,
+#: the lines written at the bottom of its stack, and one ``write`` single-stepped. x86-64 only.
+FORGER = r"""
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+ATTACH, DETACH, GETREGS, SETREGS, SINGLESTEP, ALL = 16, 17, 12, 13, 9, 0x40000000
+class Regs(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_ulonglong) for name in (
+        "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags rsp ss "
+        "fs_base gs_base ds es fs gs").split()]
+REPLY = {"ok": True, "stdout": "42\n", "output_truncated": False, "exit_code": 0,
+         "timed_out": False, "stderr": "", "runtime_s": 0.0}
+FORGED = (json.dumps(REPLY) + "\n").encode() * 5
+def mappings(pid):
+    for line in open(f"/proc/{pid}/maps"):
+        fields = line.split()
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        yield start, end, fields[1], fields[5] if len(fields) > 5 else ""
+def forge(pid, fd):
+    if libc.ptrace(ATTACH, pid, None, None) != 0:
+        return "refused"
+    os.waitpid(pid, ALL)
+    saved, regs = Regs(), Regs()
+    libc.ptrace(GETREGS, pid, None, ctypes.byref(saved))
+    try:
+        with open(f"/proc/{pid}/mem", "r+b", 0) as mem:
+            code = None
+            for start, end, mode, _ in mappings(pid):
+                if "x" in mode and code is None:
+                    mem.seek(start)
+                    at = mem.read(min(end - start, 1 << 22)).find(b"\x0f\x05")
+                    code = start + at if at >= 0 else None
+            stack = next(start for start, _, _, name in mappings(pid) if name == "[stack]")
+            mem.seek(stack)
+            kept = mem.read(len(FORGED))
+            mem.seek(stack)
+            mem.write(FORGED)
+            ctypes.memmove(ctypes.byref(regs), ctypes.byref(saved), ctypes.sizeof(Regs))
+            regs.rax, regs.orig_rax, regs.rdi, regs.rsi, regs.rdx, regs.rip = (
+                1, 2**64 - 1, fd, stack, len(FORGED), code)
+            libc.ptrace(SETREGS, pid, None, ctypes.byref(regs))
+            libc.ptrace(SINGLESTEP, pid, None, None)
+            os.waitpid(pid, ALL)
+            libc.ptrace(GETREGS, pid, None, ctypes.byref(regs))
+            mem.seek(stack)
+            mem.write(kept)
+            return f"wrote {regs.rax}"
+    finally:
+        libc.ptrace(SETREGS, pid, None, ctypes.byref(saved))
+        libc.ptrace(DETACH, pid, None, None)
+print({pid: forge(int(pid), 1) for pid in os.listdir("/proc") if pid.isdigit() and int(pid) != os.getpid()})
+"""
+#: Every way to another process's memory or file descriptors: each test passes when one works.
+PROBER = r"""
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+libc.syscall.restype = ctypes.c_long
+OTHERS = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+def readable(pid):
+    for line in open(f"/proc/{pid}/maps"):
+        if line.split()[1].startswith("r"):
+            return int(line.split("-")[0], 16)
+def attempt(pid, name):
+    try:
+        if name == "ptrace":
+            if libc.ptrace(16, pid, None, None) == 0:
+                libc.ptrace(17, pid, None, None)
+                return True
+        elif name == "mem":
+            with open(f"/proc/{pid}/mem", "rb", 0) as mem:
+                mem.seek(readable(pid))
+                return len(mem.read(16)) == 16
+        elif name == "fds":
+            return bool(os.listdir(f"/proc/{pid}/fd"))
+        elif name == "vm_read":
+            buffer = ctypes.create_string_buffer(16)
+            local = (ctypes.c_void_p * 2)(ctypes.addressof(buffer), 16)
+            remote = (ctypes.c_void_p * 2)(readable(pid), 16)
+            return libc.syscall(310, pid, local, 1, remote, 1, 0) == 16
+        elif name == "getfd":
+            pidfd = libc.syscall(434, pid, 0)
+            return pidfd >= 0 and libc.syscall(438, pidfd, 1, 0) >= 0
+    except OSError:
+        pass
+    return False
+def probe(name):
+    return any(attempt(pid, name) for pid in OTHERS)
+"""
+PROBES = ("ptrace", "mem", "fds", "vm_read", "getfd")
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the forger injects x86-64 code")
+def test_a_program_cannot_reach_other_processes_or_forge_later_results():
+    reward = CodeExecutionReward(workers=1, test_timeout_s=3.0)
+    prober = Sample(
+        completion=f"```python\n{PROBER}```",
+        fields={"fn_name": "probe", "tests": [{"input": [name], "output": True} for name in PROBES]},
+    )
+    wants_42 = {"tests": [{"input": "", "output": "42"}]}
+    forger, *victims = (
+        reward.score([Sample(completion=f"```python\n{code}\n```", fields=wants_42)])[0]
+        for code in (FORGER, "print(0)", "print(0)", "print(1)")
+    )
+    [probed] = reward.score([prober])
+    reward.close()
+    assert forger.value == 0.0 and "refused" in forger.details["tests"][0]["stdout_tail"], forger.details
+    assert [(v.status, v.value) for v in victims] == [(Status.OK, 0.0)] * 3, [v.reason for v in victims]
+    assert probed.value == 0.0, probed.details["tests"]
+
+
+#: Scan this process's own memory for an earlier sample's values, made dumpable first (children
+#: of a non-dumpable process are not, and /proc then refuses even their own memory to them);
+#: ``SELF`` is this program's own marker, which shows that the scan finds what is there.
+SCANNER = r"""
+import ctypes, re
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
+SELF = "SECRET-" + "SELF-" + "0123456789abcdef"
+FOUND = []
+def scan():
+    found = set()
+    with open("/proc/self/mem", "rb", 0) as mem:
+        for line in open("/proc/self/maps"):
+            fields = line.split()
+            if not fields[1].startswith("r") or fields[-1] in ("[vvar]", "[vsyscall]", "[vvar_vclock]"):
+                continue
+            start, end = (int(x, 16) for x in fields[0].split("-"))
+            try:
+                mem.seek(start)
+                found.update(re.findall(rb"SECRET-[A-Z]+-[0-9a-f]{16}", mem.read(end - start)))
+            except (OSError, OverflowError, ValueError):
+                continue
+    return found
+def find(kind):
+    if not FOUND:
+        FOUND.append(scan())
+    return next((s.decode() for s in sorted(FOUND[0]) if s.startswith(f"SECRET-{kind}-".encode())), None)
+"""
+
+
+def test_no_earlier_sample_is_left_in_a_later_programs_memory():
+    secret = {kind: os.urandom(8).hex() for kind in ("ARG", "SOURCE", "STDIN", "RETURN")}
+    # The return value is made at run time, so it is in no request: only in the reply.
+    earlier_call = (
+        f"# SECRET-SOURCE-{secret['SOURCE']}\n"
+        f"def f(x):\n    return 'SECRET-RET' + 'URN-' + {secret['RETURN']!r}\n"
+    )
+    earlier_script = "print(input())"
+    reward = CodeExecutionReward(workers=1, test_timeout_s=3.0)
+    first, second = reward.score(
+        [Sample(completion=f"```python\n{earlier_call}```",
+                fields={"fn_name": "f", "tests": [{"input": [f"SECRET-ARG-{secret['ARG']}"], "output": 0}]}),
+         Sample(completion=f"```python\n{earlier_script}\n```",
+                fields={"tests": [{"input": f"SECRET-STDIN-{secret['STDIN']}", "output": "0"}]})]
+    )  # fmt: skip
+    expected = {**{kind: f"SECRET-{kind}-{value}" for kind, value in secret.items()},
+                "SELF": "SECRET-SELF-0123456789abcdef"}  # fmt: skip
+    tests = [{"input": [kind], "output": value} for kind, value in expected.items()]
+    scanner = Sample(completion=f"```python\n{SCANNER}```", fields={"fn_name": "find", "tests": tests})
+    [scan] = reward.score([scanner])
+    reward.close()
+    assert first.ok and second.ok
+    outcomes = {kind: test["outcome"] for kind, test in zip(expected, scan.details["tests"], strict=True)}
+    assert outcomes == {**dict.fromkeys(secret, "failed"), "SELF": "passed"}, scan.details["tests"]
+
+
+def test_huge_integers_are_judged_exactly_and_never_crash_the_grader():
+    program = "def f(x):\n    return x if x < 10 else 10 ** (5000 if x < 30 else 400)\n"
+    fields = {
+        "fn_name": "f",
+        "tests": [
+            {"input": [1], "output": 1},
+            {"input": [20], "output": 1},  # 10**5000: more digits than str() converts
+            {"input": [40], "output": 0.5},  # 10**400: too large for a float
+            {"input": [2], "output": 2},
+        ],
+    }
+    check = "def check(candidate):\n    assert candidate(20) == 10 ** 5001\n    assert candidate(1) == 1\n"
+    asserts = {"entry_point": "f", "test": check}
+    reward = CodeExecutionReward()
+    calls, checked = reward.score(
+        [Sample(completion=f"```python\n{program}```", fields=fields),
+         Sample(completion=f"```python\n{program}```", fields=asserts)]
+    )  # fmt: skip
+    reward.close()
+    assert (calls.status, calls.value) == (Status.OK, 0.5), calls.reason
+    reasons = [test["reason"] for test in calls.details["tests"]]
+    assert "got <int of about 5001 digits>" in reasons[1] and "got 1000000" in reasons[2], reasons
+    assert (checked.status, checked.value) == (Status.OK, 0.5), checked.reason
+
+
+#: Sends 40 sets of 10,000 integers sharing one hash (``1 + k * (2**61 - 1)``) in place of its
+#: real return value, by replacing the runner's encoder.
+HASH_FLOODER = (
+    "import sys\n"
+    "sys.modules['__main__'].encode = lambda value, depth=0: "
+    "[{'set': [1 + k * (2**61 - 1) for k in range(1, 10_001)]} for _ in range(40)]\n"
+    "def f():\n    return 1\n"
+)
+#: The same integers as a list, which MBPP-style tests hash themselves (``set(candidate(...))``).
+HASH_LIST = (
+    "import sys\n"
+    "sys.modules['__main__'].encode = lambda value, depth=0: "
+    "[1 + k * (2**61 - 1) for k in range(1, 200_001)]\n"
+    "def f():\n    return 1\n"
+)
+
+
+def test_values_built_to_collide_in_hash_tables_cost_the_grader_little():
+    reward = CodeExecutionReward(test_timeout_s=3.0, total_timeout_s=30.0)
+    started = time.monotonic()
+    sets, listed = reward.score(
+        [Sample(completion=f"```python\n{HASH_FLOODER}```",
+                fields={"fn_name": "f", "tests": [{"input": [], "output": 1}] * 3}),
+         Sample(completion=f"```python\n{HASH_LIST}```",
+                fields={"test_list": ["assert set(f()) == {1}"] * 3})]
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    reward.close()
+    assert (sets.status, sets.value) == (Status.OK, 0.0), sets.reason
+    assert (listed.status, listed.value) == (Status.OK, 0.0), listed.reason
+    assert elapsed < 15, elapsed
+
+
+#: Four children each hold 100 MiB at once, 400 MiB in all, under a 256 MiB limit that
+#: ``RLIMIT_AS`` applies to each process alone. Passes when all four held it together.
+FORKED_HOARD = r"""
+import os, select, time
+def hoard():
+    ready_read, ready_write = os.pipe()
+    children = []
+    for _ in range(4):
+        pid = os.fork()
+        if pid == 0:
+            block = b"x" * (100 << 20)
+            os.write(ready_write, b".")
+            time.sleep(30)
+            os._exit(0)
+        children.append(pid)
+    ready, deadline = 0, time.monotonic() + 5
+    while ready < 4 and select.select([ready_read], [], [], max(0, deadline - time.monotonic()))[0]:
+        ready += len(os.read(ready_read, 4))
+    held = 0
+    for pid in children:
+        try:
+            status = open(f"/proc/{pid}/status").read()
+        except OSError:
+            continue
+        if "State:\tZ" not in status:
+            held += int(status.split("VmRSS:")[1].split()[0]) >> 10
+    return held >= 400
+"""
+
+
+def test_memory_is_capped_for_the_whole_sandbox_not_per_process():
+    reward = CodeExecutionReward(test_timeout_s=6.0, limits={"memory_bytes": 256 << 20})
+    [score] = reward.score(
+        [Sample(completion=f"```python\n{FORKED_HOARD}```",
+                fields={"fn_name": "hoard", "tests": [{"input": [], "output": True}]})]
+    )  # fmt: skip
+    reward.close()
+    if score.details["memory_limit"] == "per_process":
+        pytest.skip("no memory cgroup can be made here: each process has only its own RLIMIT_AS")
+    assert score.ok and score.value == 0.0, score.details["tests"]
+
+
+def test_stop_iteration_does_not_end_a_check_early():
+    # map() reads a StopIteration from the function it calls as the end of its input: all()
+    # then sees no item and passes.
+    check = (
+        "def check(candidate):\n"
+        "    assert candidate(1) == 2\n"
+        "    assert all(map(lambda x: candidate(x) == 2 * x, [1, 2, 3]))\n"
+    )
+    program = "def f(x):\n    if x == 1:\n        return 2\n    raise StopIteration\n"
+    reward = CodeExecutionReward()
+    [score] = reward.score(
+        [Sample(completion=f"```python\n{program}```", fields={"test": check, "entry_point": "f"})]
+    )
+    reward.close()
+    assert score.value == 0.5, score.details["tests"]
+
+
+#: What a program may learn of where it runs: the same in every program, and no host path.
+SURROUNDINGS = r"""
+import hashlib, os, tempfile
+def seen():
+    mounts = open("/proc/self/mountinfo").read()
+    return hashlib.sha256((os.getcwd() + mounts + open("/proc/self/cgroup").read()).encode()).hexdigest()
+def host_path_seen():
+    mounts = open("/proc/self/mountinfo").read()
+    return "rewardlab" in mounts or tempfile.gettempdir() + "/" in mounts
+"""
+
+
+def test_a_program_cannot_tell_how_many_ran_before_it_or_where_it_runs_on_the_host():
+    reward = CodeExecutionReward(workers=1)
+    sample = Sample(
+        completion=f"```python\n{SURROUNDINGS}```",
+        fields={"fn_name": "seen", "tests": [{"input": [], "output": "?"}]},
+    )
+    seen = [reward.score([sample])[0].details["tests"][0]["reason"] for _ in range(3)]
+    [host] = reward.score(
+        [Sample(completion=f"```python\n{SURROUNDINGS}```",
+                fields={"fn_name": "host_path_seen", "tests": [{"input": [], "output": True}]})]
+    )  # fmt: skip
+    reward.close()
+    assert len(set(seen)) == 1, seen
+    assert host.value == 0.0
+
+
+def test_a_reply_the_runner_did_not_write_is_refused():
+    # Whatever reaches the pipe from the sandbox, here a line written into it from outside: the
+    # session must not read it as the reply to its next request.
+    session = SandboxSession(Sandbox())
+    try:
+        loaded = session.request({"op": "program", "source": "def f():\n    return 1\n", "timeout": 5}, 10)
+        assert loaded["ok"] and session.clean()
+        forged = os.open(f"/proc/{session.process.pid}/fd/1", os.O_WRONLY)
+        os.write(forged, b'{"ok": true, "value": 42}\n')
+        os.close(forged)
+        assert not session.clean()
+        with pytest.raises(SessionEnded, match="did not write"):
+            session.request({"op": "call", "name": "f", "args": [], "kwargs": {"dict": []}, "timeout": 5}, 10)
+    finally:
+        session.close()
+
+
+EXPECTS_TYPE_ERROR = (
+    "def check(candidate):\n"
+    "    try:\n        candidate(1)\n"
+    "    except TypeError:\n        pass\n"
+    "    else:\n        raise AssertionError('no TypeError')\n"
+)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        # The grader makes builtins.UnicodeDecodeError from the name, which needs five arguments.
+        "class UnicodeDecodeError(Exception):\n    pass\ndef f(x):\n    raise UnicodeDecodeError('x')\n",
+        # A reply that is not an encoded value.
+        "import sys\nsys.modules['__main__'].encode = lambda value, depth=0: {'tuple': 5}\n"
+        "def f(x):\n    return 1\n",
+        "import sys\nsys.modules['__main__'].encode = lambda value, depth=0: {'set': [[1]]}\n"
+        "def f(x):\n    return 1\n",
+    ],
+)
+def test_the_graders_own_errors_never_pass_for_the_programs(program):
+    reward = CodeExecutionReward()
+    fields = {"test": EXPECTS_TYPE_ERROR, "entry_point": "f"}
+    [score] = reward.score([Sample(completion=f"```python\n{program}```", fields=fields)])
+    reward.close()
+    assert (score.status, score.value) == (Status.OK, 0.0), score.details["tests"]
+
+
+@pytest.mark.parametrize(
+    "replacement",
+    [
+        "os.mkfifo('script-out')",  # the runner would wait for a writer
+        "os.symlink('/proc/2/fd/3', 'script-out')",  # a descriptor of the runner's own
+        "os.symlink('/proc/2/cmdline', 'script-out')",
+    ],
+)
+def test_an_output_file_replaced_by_the_program_reads_as_empty(replacement):
+    program = f"import os\nprint(42)\nos.unlink('script-out')\n{replacement}\n"
+    reward = CodeExecutionReward(workers=1, test_timeout_s=2.0)
+    [score] = reward.score(
+        [Sample(completion=f"```python\n{program}```", fields={"tests": [{"input": "", "output": "42"}]})]
+    )
+    reward.close()
+    assert score.details["tests"][0]["outcome"] == "failed", score.details["tests"]
+    assert score.details["tests"][0]["stdout_tail"] == ""
+
+
+def test_what_a_program_writes_into_its_replies_is_shown_clipped():
+    program = (
+        "import sys\nrunner = sys.modules['__main__']\n"
+        "runner._error_text = lambda error: 'E' * 5_000_000\n"
+        "raise ValueError\n"
+    )
+    reward = CodeExecutionReward()
+    fields = {"fn_name": "f", "tests": [{"input": [], "output": 1}]}
+    [score] = reward.score([Sample(completion=f"```python\n{program}```", fields=fields)])
+    reward.close()
+    assert score.value == 0.0 and len(repr(score.details)) + len(score.reason) < 5_000

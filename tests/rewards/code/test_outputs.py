@@ -1,6 +1,9 @@
 import math
 
-from rewardlab.rewards.code.outputs import call_output_matches, stdout_matches, values_match
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rewardlab.rewards.code.outputs import call_output_matches, clipped_repr, stdout_matches, values_match
 
 
 def test_stdout_whitespace_rules():
@@ -37,3 +40,57 @@ def test_tolerance_only_for_expected_decimals():
     assert stdout_matches("2.0000000001", "2.0")
     assert not values_match(123456700.0, 123456789)
     assert values_match(3.0, 3) and values_match(3, 3.0000000001)
+
+
+def test_huge_integers_compare_exactly():
+    assert not values_match(10**400, 0.5) and not values_match(0.5, 10**400)
+    assert values_match(2**1024, 1.7976931348623157e308, tolerance=1.0)  # within 100%, beyond a float
+    assert not values_match(10**5000 + 1, 10**5000) and values_match(10**5000, 10**5000)
+    assert clipped_repr(10**5000) == "<int of about 5001 digits>"
+    assert clipped_repr([-(10**5000)]) == "[<-int of about 5001 digits>]"
+
+
+class Huge:
+    """Stands for an int of thousands of digits until the test builds it: hypothesis writes the
+    examples it draws with repr(), which Python refuses for such an int."""
+
+    def __init__(self, extra: int):
+        self.extra = extra
+
+    def __repr__(self) -> str:
+        return f"10**5000 + {self.extra}"
+
+
+def built(value):
+    if isinstance(value, Huge):
+        return 10**5000 + value.extra
+    if isinstance(value, list | tuple):
+        return type(value)(built(item) for item in value)
+    if isinstance(value, dict):
+        return {key: built(item) for key, item in value.items()}
+    return value
+
+
+#: Every value a program can send (see python_runner.encode), with ints of any size.
+PLAIN = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(-5, 5).map(Huge) | st.floats() | st.text()
+    | st.binary() | st.complex_numbers(),
+    lambda inner: st.lists(inner) | st.tuples(inner, inner) | st.dictionaries(st.text(), inner)
+    | st.frozensets(st.integers() | st.text()),
+    max_leaves=20,
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(PLAIN, PLAIN)
+def test_judging_and_describing_never_fail(actual, expected):
+    actual, expected = built(actual), built(expected)
+    values_match(actual, expected)
+    call_output_matches(actual, expected)
+    text = clipped_repr(actual, 50)
+    assert len(text) <= 53
+    try:
+        written = repr(actual)
+    except ValueError:  # an int beyond Python's decimal conversion limit
+        return
+    assert text == (written if len(written) <= 50 else written[:50] + "...")

@@ -1,8 +1,15 @@
 import math
+import time
 
 import pytest
 
-from rewardlab.rewards.code.python_runner import Unencodable, decode, encode
+from rewardlab.rewards.code.python_runner import (
+    MAX_DECODED_VALUES,
+    DecodeTimeout,
+    Unencodable,
+    decode,
+    encode,
+)
 
 
 @pytest.mark.parametrize(
@@ -51,3 +58,35 @@ def test_decode_refuses_unknown_shapes():
         decode({"object": "x"})
     with pytest.raises(ValueError):
         decode({"float": "1e400"})
+
+
+def test_decode_refuses_malformed_values_with_a_value_error():
+    for malformed in (
+        {"tuple": 5},
+        {"set": [[1]]},
+        {"complex": ["a", 1]},
+        {"dict": [[1]]},
+        {"complex": [2**1100, 0]},
+    ):
+        with pytest.raises(ValueError):
+            decode(malformed)
+
+
+def test_values_built_to_share_a_hash_are_refused_quickly():
+    colliding = [1 + k * (2**61 - 1) for k in range(1, 10_001)]
+    assert len({hash(value) for value in colliding}) == 1
+    started = time.perf_counter()
+    for shape in ({"set": colliding}, colliding, {"tuple": [{"tuple": [value, 0]} for value in colliding]}):
+        with pytest.raises(ValueError, match="share one hash"):
+            decode(shape)
+    assert time.perf_counter() - started < 1
+    # values that only look alike pass: -1 and -2 share a hash, equal values are one value
+    assert decode({"set": [-1, -2, *[1 + k * (2**61 - 1) for k in range(1, 7)]]})
+    assert decode([colliding[0]] * 1000) == [colliding[0]] * 1000
+
+
+def test_decode_stops_at_its_deadline_and_its_budget():
+    with pytest.raises(DecodeTimeout):
+        decode([[0.5] * 100] * 1000, deadline=time.monotonic() - 1)
+    with pytest.raises(ValueError, match="too large"):
+        decode([[0] * 1000] * (MAX_DECODED_VALUES // 1000 + 1))

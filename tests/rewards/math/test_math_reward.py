@@ -43,6 +43,16 @@ def test_a_number_is_answered_by_a_number_not_by_a_computation(reward):
         assert result.value == 0.0 and result.details["path"] == "fast", result.reason
 
 
+def test_a_relation_between_unknowns_is_not_a_number(reward):
+    # From a real ProcessBench completion (gold 24): no value is stated, and the fast path says so.
+    result = score(reward, r"Therefore:\n\[ p(0) + p(4) = 128 - 106r \]", "24")
+    assert (result.value, result.details["path"]) == (0.0, "fast") and "unknowns" in result.reason
+    # A relation that does state the number is still read (by the CAS).
+    assert score(reward, r"Therefore:\n\[ p(0) + p(4) = 24 \]", "24").value == 1.0
+    # An equation answer against an equation gold is compared, not refused.
+    assert score(reward, r"\boxed{x = y + 1}", "x = y + 1").value == 1.0
+
+
 def test_references_in_solution_and_gsm8k_form(reward):
     assert score(reward, "\\boxed{18}", "Janet sells 9 eggs... she makes $18.\n#### 18").value == 1.0
     assert score(reward, "\\boxed{18}", r"So she makes $\boxed{18}$ dollars.").value == 1.0
