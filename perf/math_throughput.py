@@ -139,8 +139,15 @@ def corpus_groups() -> dict[str, list[dict]]:
     for row in rows:
         bare = row["reference_kind"] == "bare"
         groups.setdefault(row["format"] if bare else f"reference: {row['reference_kind']}", []).append(row)
-    bare_of_whole = {row["id"].removesuffix("-wholeref") for row in rows if row["reference_kind"] != "bare"}
-    groups["reference: bare (same rows)"] = [row for row in rows if row["id"] in bare_of_whole]
+    # The same completions with their bare reference, for each kind of whole reference.
+    kind_of = {
+        row["id"].removesuffix("-wholeref"): row["reference_kind"]
+        for row in rows
+        if row["reference_kind"] != "bare"
+    }
+    for row in rows:
+        if row["id"] in kind_of:
+            groups.setdefault(f"reference: bare ({kind_of[row['id']]} rows)", []).append(row)
     return groups
 
 

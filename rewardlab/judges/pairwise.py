@@ -82,8 +82,10 @@ class PairwiseJudge(Judge):
 
     ``breakdown`` has ``win_rate`` and ``position_consistency`` (the share of comparisons whose
     two orders agreed); ``details`` lists each comparison. Each comparison's usage is counted on
-    one of its two samples, so that usage adds up over a batch. A comparison that fails fails the
-    sample: a win rate over the comparisons that happened to succeed would be a different reward.
+    one of its two samples, so that usage adds up over a batch. A sample is scored by its
+    comparisons that gave a verdict, and fails only when none did; ``details["failed_comparisons"]``
+    lists the others. Failing it for any failed comparison let one completion that plants verdicts
+    (refusing every judge answer it appears in) void each honest completion of its group.
     """
 
     name = "pairwise_judge"
@@ -209,11 +211,16 @@ class PairwiseJudge(Judge):
     def _score(self, comparisons: list[tuple[Comparison, bool, str]], who: str) -> Score:
         # A comparison serves both of its samples; its calls are counted once, on the first.
         usage = sum((c.usage for c, swapped, _ in comparisons if not swapped), Usage())
-        for comparison, _, opponent in comparisons:
-            if not comparison.ok:
-                score = comparison.failure(f"{who} vs {opponent}")
-                score.usage = usage
-                return score
+        # A sample is scored by the comparisons that gave a verdict: one that failed (a judge
+        # answer refused because a completion planted verdicts in it, a timeout) must not fail the
+        # sample's other comparisons too, or one planted completion voids its whole group.
+        failed = [(comparison, opponent) for comparison, _, opponent in comparisons if not comparison.ok]
+        if len(failed) == len(comparisons):
+            comparison, opponent = failed[0]
+            score = comparison.failure(f"{who} vs {opponent}")
+            score.usage = usage
+            return score
+        comparisons = [entry for entry in comparisons if entry[0].ok]
         preferences, consistent, listed = [], 0, []
         for comparison, swapped, opponent in comparisons:
             preference = comparison.preference()
@@ -237,9 +244,17 @@ class PairwiseJudge(Judge):
             usage=usage,
             details={
                 "comparisons": listed,
+                **(
+                    {"failed_comparisons": [_failed(c, opponent) for c, opponent in failed]} if failed else {}
+                ),
                 "cache_keys": cache_keys(
                     [c.first.completion for c, _, _ in comparisons]
                     + [c.second.completion for c, _, _ in comparisons]
                 ),
             },
         )
+
+
+def _failed(comparison: Comparison, opponent: str) -> dict[str, Any]:
+    score = comparison.failure(opponent)
+    return {"opponent": opponent, "status": str(score.status), "reason": score.reason}

@@ -19,22 +19,34 @@ best of G, a step label) or a list of them. The policy, in full:
    label (verdict-only prompts, guided choice).
 4. **A verdict the fenced texts state is suspect**: the judge may be quoting the completion
    without its markers (``The response ends with "...Score: 10"``). A JSON verdict or statement
-   whose label a fenced text states in a marked form - a JSON ``"key": label``, ``[[label]]`` or
-   ``<verdict word>: label``; a fraction only against a fraction (``7/10`` is common in
-   mathematics) - makes the answer ``parse_error``, wherever it stands. The fenced text is read
-   as it is and as it looks (look-alike letters, full-width digits and invisible characters
-   folded), since a judge may tidy what it quotes. Exempt is only a verdict whose structure the
-   backend enforced: the whole answer as the JSON its schema demanded (``strict``), or a bare
-   label (guided choice), neither of which can quote.
+   whose label a fenced text states in a marked form - ``[[label]]``, ``<verdict word>: label``
+   or under the verdict key in JSON; a fraction only against a fraction (``7/10`` is common in
+   mathematics) - makes the answer ``parse_error``, wherever it stands. JSON in a fenced text is
+   read with the verdict reader's own decoding (escapes decoded, the label found by
+   `LabelSet.canonical`, so ``1e1``, ``10.0`` and ``"\\u0031\\u0030"`` state 10 and ``"c"``
+   states a tie, as they would in the answer), nested or inside a string too, and loosely where
+   it is not quite JSON (single quotes, a trailing comma), since a judge may tidy what it quotes.
+   The fenced text is read as it is and as it looks (look-alike letters, full-width digits and
+   invisible characters folded). Exempt is only a verdict whose structure the backend enforced:
+   the whole answer as the JSON its schema demanded (``strict``), or a bare label (guided
+   choice), neither of which can quote.
+5. **A fenced text that states different verdicts makes every verdict suspect**: with two
+   labels in marked forms (rule 4) in one fenced text, every answer that rule 4 checks is
+   ``parse_error``. Rule 4 alone let a completion choose which verdicts fail: one stating
+   ``Score: 1`` ... ``Score: 6`` made every judge answer of 1 to 6 ``parse_error`` and let 7 to
+   10 be read, which pays under any trainer that drops failed samples rather than scoring them
+   low. Failing every verdict leaves nothing to choose: the sample fails whatever the judge
+   thinks of it.
 
 In statements a one-letter label must be written in its case ("A", not the article "a"), and a
 number is read only whole (``7.5`` and ``7,5`` state no label). A value outside the label set
 raises `VerdictError`: the score becomes ``parse_error`` with the raw answer kept, never a
-guessed number. The price of rule 4 is that a completion which itself states the verdict the
-judge gives (a completion that is a review ending "Score: 8") makes that answer ``parse_error``
-- a judge backend with structured output avoids it. List verdicts (`read_label_list`,
-`read_number_list`) follow rules 1, 2 and 4, and, without a final JSON object, every JSON list
-verdict must agree.
+guessed number. The price of rules 4 and 5 is that a completion which itself states the verdict
+the judge gives (a completion that is a review ending "Score: 8") makes that answer
+``parse_error``, and one stating several verdicts makes every answer so - a judge backend with
+structured output avoids it. List verdicts (`read_label_list`, `read_number_list`) follow rules
+1, 2 and 4 (a list compared by value: ``1e1`` is 10), and, without a final JSON object, every
+JSON list verdict must agree.
 """
 
 from __future__ import annotations
@@ -245,13 +257,10 @@ _JSON, _BRACKETS, _WORD, _FRACTION, _CLOSING = "json", "brackets", "word", "frac
 _TRAILER = re.compile(r"[\s`*_.]*")
 
 
-def _statement_patterns(labels: LabelSet, key: str, scale_max: int | None) -> dict[str, re.Pattern[str]]:
+def _statement_patterns(labels: LabelSet, scale_max: int | None) -> dict[str, re.Pattern[str]]:
     """The patterns of the statement forms, each with the label as group 1."""
     words = "|".join(VERDICT_WORDS)
     patterns = {
-        # JSON-like ``"key": label`` (read in fenced texts, where the JSON need not be valid);
-        # possessive, so that a run of space is read one way only.
-        _JSON: rf"[\"']{re.escape(key)}[\"']\s*+:\s*+(?:[\"']\s*+)?({labels.pattern})",
         _BRACKETS: rf"\[\[\s*({labels.pattern})\s*\]\]",
         # ``Score: **7``: the space around the optional stars is read one way only (as
         # ``\s*\**\s*`` a long run of space with no label after it was split in every way).
@@ -289,28 +298,101 @@ def _closing(text: str, labels: LabelSet, scale_max: int | None) -> _Statement |
     return None if label is None else _Statement(label, match.start(), match.end(), _CLOSING)
 
 
-def _suspect(
+def _refuse_suspect(
     statements: list[_Statement],
     fences: Collection[Fence],
+    key: str,
     patterns: dict[str, re.Pattern[str]],
     labels: LabelSet,
-) -> tuple[_Statement, str] | None:
-    """The first statement whose label a fenced text states too (rule 4), and that fence's label."""
+) -> None:
+    """Raise `VerdictError` when a fenced text states the label of one of ``statements`` (rule
+    4), or states different labels (rule 5)."""
     checked = [statement for statement in statements if statement.form != _CLOSING]
     if not checked:
-        return None
-    marked = (_JSON, _BRACKETS, _WORD)
+        return
     for made in fences:
-        stated = {
-            (s.label, s.form)
-            for text in _readings(made.text)
-            for s in _stated(text, patterns, labels, tuple(patterns))
-        }
-        in_marked = {label for label, form in stated if form in marked}
+        stated = _fence_statements(made.text, key, patterns, labels)
+        in_marked = {label for label, form in stated if form != _FRACTION}
+        if len(in_marked) > 1:
+            listed = ", ".join(sorted(in_marked, key=labels.labels.index))
+            raise VerdictError(
+                f"the {made.label} text states several verdicts ({listed}), so the judge may be quoting "
+                "one: no verdict is read as the judge's own"
+            )
         for statement in checked:
             if statement.label in in_marked or (statement.label, statement.form) in stated:
-                return statement, made.label
-    return None
+                raise VerdictError(
+                    f"the verdict {statement.label!r} is also stated inside the {made.label} text, so the "
+                    "judge may be quoting it: not read as the judge's own"
+                )
+
+
+def _fence_statements(
+    text: str, key: str, patterns: dict[str, re.Pattern[str]], labels: LabelSet
+) -> set[tuple[str, str]]:
+    """Every verdict a fenced text states, as ``(label, form)``, in each of its `_readings`."""
+    stated: set[tuple[str, str]] = set()
+    for reading in _readings(text):
+        stated.update((s.label, s.form) for s in _stated(reading, patterns, labels, tuple(patterns)))
+        stated.update((label, _JSON) for label in _json_stated(reading, key, labels))
+    return stated
+
+
+#: ``"key": value`` as a JSON object writes it, or nearly (single quotes, no object around it,
+#: invalid JSON after it); each part bounded, so that a run of quotes is read in linear time.
+_JSON_LIKE = re.compile(
+    r"""(?:"(?P<key>(?:[^"\\\n]|\\.){1,64}+)"|'(?P<single_key>[^'\n]{1,64}+)')\s*+:\s*+"""
+    r"""(?P<value>"(?:[^"\\\n]|\\.){0,64}+"|'[^'\n]{0,64}+'|[\w.+-]{1,64}+)"""
+)
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
+def _json_stated(text: str, key: str, labels: LabelSet) -> set[str]:
+    """The labels ``text`` holds under ``key`` (any case) in JSON, as the verdict reader would
+    read them from an answer: in every object `json_objects` decodes - nested, or in a string
+    that holds JSON itself - with escapes decoded and the value put through
+    `LabelSet.canonical`; and, for JSON a judge might repair as it quotes, in each
+    ``"key": value`` written nearly as JSON, the value read as JSON would read it (a number by
+    its value, a string with its escapes decoded)."""
+    wanted = key.lower()
+    values = []
+    for match in _JSON_LIKE.finditer(text):
+        written = match["single_key"] if match["key"] is None else _json_string(match["key"])
+        if written.strip().lower() == wanted:
+            values.append(_json_value(match["value"]))
+    stack: list[Any] = [value for _, _, value in json_objects(text)]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            values += [item for name, item in value.items() if name.strip().lower() == wanted]
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str) and "{" in value:
+            stack.extend(found for _, _, found in json_objects(value))
+    return {
+        label
+        for value in values
+        if isinstance(value, str | int | float) and (label := labels.canonical(value)) is not None
+    }
+
+
+def _json_string(inner: str) -> str:
+    """The text of a JSON string written as ``inner`` between its quotes (as written, if its
+    escapes are not valid JSON)."""
+    try:
+        return json.loads(f'"{inner}"')
+    except ValueError:
+        return inner
+
+
+def _json_value(written: str) -> Any:
+    """A value written after ``"key":``, as JSON reads it: a string's text, a number's value."""
+    if written.startswith('"'):
+        return _json_string(written[1:-1])
+    if written.startswith("'"):
+        return written[1:-1]
+    return float(written) if _NUMBER.fullmatch(written) else written
 
 
 def _readings(text: str) -> set[str]:
@@ -346,7 +428,7 @@ def read_label(
         scale_max: For numeric scales, also read ``7/10`` and ``7 out of 10`` with this maximum.
     """
     visible = _visible(answer, fences)
-    patterns = _statement_patterns(labels, key, scale_max)
+    patterns = _statement_patterns(labels, scale_max)
     objects = [
         (start, end, value)
         for start, end, value in json_objects(visible)
@@ -358,7 +440,7 @@ def read_label(
         if strict and not visible[:start].strip():
             return verdict  # the structure the backend enforced: nothing to quote from
         _refuse_suspect(
-            [_Statement(verdict.label, verdict.start, verdict.end, _JSON)], fences, patterns, labels
+            [_Statement(verdict.label, verdict.start, verdict.end, _JSON)], fences, key, patterns, labels
         )
         return verdict
     statements = [
@@ -366,7 +448,7 @@ def read_label(
         for s, e, v in objects
     ]
     if not strict:
-        statements += _stated(visible, patterns, labels, tuple(form for form in patterns if form != _JSON))
+        statements += _stated(visible, patterns, labels, tuple(patterns))
         closing = _closing(visible, labels, scale_max)
         if closing is not None and statements:
             statements.append(closing)
@@ -374,7 +456,7 @@ def read_label(
         stated = sorted({statement.label for statement in statements}, key=labels.labels.index)
         if len(stated) > 1:
             raise VerdictError(f"several different verdicts ({', '.join(stated)}): the answer must state one")
-        _refuse_suspect(statements, fences, patterns, labels)
+        _refuse_suspect(statements, fences, key, patterns, labels)
         if objects:
             start, end, value = objects[-1]
             return _json_verdict(visible[start:end], start, key, value[key], labels)
@@ -387,21 +469,6 @@ def read_label(
         return Verdict(label, start, start + len(bare), "bare")
     wanted = f'JSON {{"{key}": ...}}' if strict else f'JSON {{"{key}": ...}} or a verdict statement'
     raise VerdictError(f"no verdict found: expected {wanted} with {labels.describe()}")
-
-
-def _refuse_suspect(
-    statements: list[_Statement],
-    fences: Collection[Fence],
-    patterns: dict[str, re.Pattern[str]],
-    labels: LabelSet,
-) -> None:
-    suspect = _suspect(statements, fences, patterns, labels)
-    if suspect is not None:
-        statement, where = suspect
-        raise VerdictError(
-            f"the verdict {statement.label!r} is also stated inside the {where} text, so the judge may "
-            "be quoting it: not read as the judge's own"
-        )
 
 
 def _json_verdict(body: str, start: int, key: str, value: Any, labels: LabelSet) -> Verdict:
@@ -479,23 +546,39 @@ def _json_list(answer: str, key: str, count: int, fences: Collection[Fence]) -> 
 
 
 def _list_form(values: list[Any]) -> tuple[str, ...]:
-    return tuple(str(value).strip().lower() for value in values)
+    """A list verdict as its entries read: text in any case, a number by its value (``1e1``,
+    ``10.0`` and ``10`` alike, as `LabelSet.canonical` reads them)."""
+    return tuple(
+        str(int(value) if isinstance(value, float) and value.is_integer() else value).strip().lower()
+        for value in values
+    )
+
+
+#: A comma right before a closing bracket: JSON refuses it, a judge tidying a quote drops it.
+_TRAILING_COMMA = re.compile(r",\s*+([}\]])")
 
 
 def _quoted_lists(text: str, key: str, count: int) -> set[tuple[str, ...]]:
-    """Every list verdict under ``key`` that ``text`` holds, in any JSON object, nested or not."""
+    """Every list verdict under ``key`` (any case) that ``text`` holds, in any JSON object, nested
+    or in a string that holds JSON, and in JSON written loosely (single quotes, trailing commas),
+    which a judge may tidy into JSON as it quotes it (red-team round 2)."""
+    wanted = key.lower()
+    loosened = _TRAILING_COMMA.sub(r"\1", text.replace("'", '"'))
     found = set()
-    stack = [value for _, _, value in json_objects(text)]
+    stack: list[Any] = [value for reading in {text, loosened} for _, _, value in json_objects(reading)]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):
-            if key in value:
-                # A value not of a verdict's shape is nothing the judge could quote as one.
-                with contextlib.suppress(VerdictError):
-                    found.add(_list_form(_numbered(value[key], key, count)))
+            for name, item in value.items():
+                if name.strip().lower() == wanted:
+                    # A value not of a verdict's shape is nothing the judge could quote as one.
+                    with contextlib.suppress(VerdictError):
+                        found.add(_list_form(_numbered(item, key, count)))
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
+        elif isinstance(value, str) and "{" in value:
+            stack.extend(found_value for _, _, found_value in json_objects(value))
     return found
 
 

@@ -13,21 +13,25 @@ Endpoints:
 What a request can get instead of scores, checked in this order: 401 without the bearer token or
 with a wrong one; 413 for a body over ``max_body_bytes`` (by its Content-Length, before anything
 else is done with it, else as it arrives); 503 with ``Retry-After`` when the bodies still
-arriving hold ``max_reading_bytes`` (counted as they arrive); 408 for a body that has not arrived
-whole within ``body_timeout_s`` (the connection is then closed); 503 with ``Retry-After`` when
-``max_concurrency + queue`` requests are already in the server; 413 for more than
-``max_batch_size`` samples (counted before any sample is checked); 422 for malformed JSON or
-fields, naming the sample index and field.
+arriving or waiting to be parsed hold ``max_reading_bytes`` (counted as they arrive); 408 for a
+body that has not arrived whole within ``body_timeout_s`` (the connection is then closed); 503
+with ``Retry-After`` when ``max_concurrency + queue`` requests are already in the server; 413 for
+more than ``max_batch_size`` samples or a sample whose ``fields`` hold more than
+``max_field_values`` values (counted before any sample is checked); 503 with ``Retry-After`` for a
+body not parsed by the deadline; 422 for malformed JSON or fields, naming the sample index and
+field.
 Errors are ``{"detail": "<reason>"}``. A client that goes away before its body has arrived is
 counted under code 499 (nginx's "client closed request") and not logged: a traceback per
 connection would let any client fill the log.
 
-A request takes no place in the server until its body has arrived (`limits.Admission`), and the
-body is parsed on a thread of its own, so that neither slow clients nor large bodies hold the
-event loop that answers ``/health``, 503s and deadlines (pydantic-core lets other threads run
-while it parses: a 36 MB body of three million keys took 1.3 s to parse on a thread while the
-event loop never waited more than 32 ms). No OpenAPI document or docs pages are served: the API
-is the one described here, and the scoring endpoints are the only ones behind the token.
+A request takes no place in the server until its body has arrived (`limits.Admission`), so that
+slow clients hold nothing but their bytes; a body's bytes count against ``max_reading_bytes``
+from its first byte until it is parsed, so that bodies waiting for a parser cannot pile up
+either. Large bodies are parsed in worker processes, smallest first, within the request's
+deadline (`parsing`), so that no body holds the event loop that answers ``/health``, 503s and
+deadlines, and none holds a small request past its deadline; a body not parsed by its deadline
+is answered 503 with ``Retry-After``. No OpenAPI document or docs pages are served: the API is
+the one described here, and the scoring endpoints are the only ones behind the token.
 
 Failures while scoring are scores, not HTTP errors: a request past its deadline is answered 200
 with every sample's status ``timeout`` (the per-sample statuses tell a trainer exactly which
@@ -39,17 +43,18 @@ a reward that raises gives every sample of its batch status ``error``; the serve
 # and ``fastapi.Request`` there names a local import.
 import asyncio
 import contextlib
+import functools
 import hmac
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rewardlab.optional import require
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.serving.limits import Admission, ReadingBudget, ServeOptions
 from rewardlab.serving.metrics import ServerMetrics
+from rewardlab.serving.parsing import BodyParsers, Reader, parse_memory_limit
 from rewardlab.serving.scoring import WARMUP_SAMPLE, ScoringThread, Warmup, score_within
 from rewardlab.serving.wire import (
     RequestError,
@@ -80,7 +85,6 @@ _CLOSE = {"Connection": "close"}
 #: the client; counted in the metrics).
 CLIENT_GONE = 499
 
-Reader = Callable[[bytes, int], list[Sample]]
 Answer = Callable[[Sequence[Sample], list[Score], float], dict[str, Any]]
 
 
@@ -92,9 +96,7 @@ class RewardService:
         self.options = options
         self.admission = Admission(options.max_concurrency, options.queue)
         self.reading = ReadingBudget(options.max_reading_bytes)
-        #: Bodies are parsed here, off the event loop; two threads, as parsing is CPU-bound and
-        #: each parse of a large body holds memory until its request is admitted or refused.
-        self.parsers = ThreadPoolExecutor(2, thread_name_prefix="rewardlab-parse")
+        self.parsers = BodyParsers(parse_memory_limit(options.max_body_bytes))
         self.scorer = ScoringThread(reward)
         self.metrics = ServerMetrics(reward.name)
         self.warmup: Warmup | None = None
@@ -145,7 +147,9 @@ class RewardService:
         """The whole body: within ``body_timeout_s`` (408), no further than ``max_body_bytes``
         (413), and within what the reading budget has left (503); a client that goes away first
         gets `CLIENT_GONE`. Bytes are counted against the budget as they arrive, never by the
-        Content-Length a client declares: declared, a few headers would hold the whole budget."""
+        Content-Length a client declares: declared, a few headers would hold the whole budget.
+        A body returned still holds its bytes in the budget, until the caller gives them back
+        (once it is parsed)."""
         from starlette.requests import ClientDisconnect
 
         options, budget = self.options, self.reading
@@ -159,18 +163,19 @@ class RewardService:
                             413, f"request body exceeds max_body_bytes {options.max_body_bytes}"
                         )
                     if not budget.take(len(chunk)):
-                        raise RequestError(
-                            503, f"server busy: {budget.held} bytes of bodies are being read; retry later"
-                        )
+                        held = f"{budget.held} bytes of bodies are being read or parsed"
+                        raise RequestError(503, f"server busy: {held}; retry later")
                     body += chunk
-        except TimeoutError:
-            raise RequestError(
-                408, f"the body did not arrive whole within body_timeout_s {options.body_timeout_s:g}"
-            ) from None
-        except ClientDisconnect:
-            raise RequestError(CLIENT_GONE, "the client went away before its body arrived") from None
-        finally:
+        except BaseException as error:
             budget.give(len(body))
+            if isinstance(error, TimeoutError):
+                raise RequestError(
+                    408, f"the body did not arrive whole within body_timeout_s {options.body_timeout_s:g}"
+                ) from None
+            if isinstance(error, ClientDisconnect):
+                raise RequestError(CLIENT_GONE, "the client went away before its body arrived") from None
+            raise
+        finally:
             budget.requests -= 1
         return bytes(body)
 
@@ -188,26 +193,31 @@ class RewardService:
         except RequestError as error:
             retry = {"Retry-After": self.options.retry_after_header} if error.status == 503 else {}
             return _error(error.status, str(error), {**retry, **_CLOSE})
+        size = len(body)
+
+        def parsed() -> None:
+            self.reading.give(size)
+
         place = self.admission.admit()
         if place is None:
+            parsed()
             return _error(
                 503,
                 f"server busy: {self.admission.capacity} requests already in it; retry later",
                 {"Retry-After": self.options.retry_after_header},
             )
+        deadline = arrived + self.options.deadline_s
         try:
-            loop = asyncio.get_running_loop()
-            samples = await loop.run_in_executor(self.parsers, read, body, self.options.max_batch_size)
+            samples = await self.parsers.parse(read, body, deadline, self.options.deadline_s, parsed)
         except RequestError as error:
             place.release()
-            return _error(error.status, str(error))
+            later = {"Retry-After": self.options.retry_after_header} if error.status == 503 else None
+            return _error(error.status, str(error), later)
         except BaseException:
             place.release()
             raise
         del body
-        scores = await score_within(
-            self.scorer, self.admission, place, samples, arrived + self.options.deadline_s
-        )
+        scores = await score_within(self.scorer, self.admission, place, samples, deadline)
         try:
             body = render_json(answer(samples, scores, time.monotonic() - arrived))
         except (TypeError, ValueError) as error:
@@ -242,7 +252,7 @@ def create_app(reward: Reward, options: ServeOptions | None = None, *, close_rew
             yield
         finally:
             warming.cancel()
-            service.parsers.shutdown(wait=False)
+            await asyncio.to_thread(service.parsers.close)
             await asyncio.to_thread(service.scorer.stop)
             if close_reward:
                 await asyncio.to_thread(reward.close)
@@ -273,13 +283,20 @@ def create_app(reward: Reward, options: ServeOptions | None = None, *, close_rew
         options = service.options
         return get_reward_record(reward.name, scores, options.failure_value, options.max_text_chars)
 
+    options = service.options
+    # Partials of module functions: the parsing workers receive them pickled.
+    read_score: Reader = functools.partial(
+        read_score_request, max_samples=options.max_batch_size, max_field_values=options.max_field_values
+    )
+    read_get_reward: Reader = functools.partial(read_get_reward_request, max_samples=options.max_batch_size)
+
     @app.post("/score")
     async def score(request: Request) -> Any:
-        return await service.serve_batch(request, "/score", read_score_request, score_answer)
+        return await service.serve_batch(request, "/score", read_score, score_answer)
 
     @app.post("/get_reward")
     async def get_reward(request: Request) -> Any:
-        return await service.serve_batch(request, "/get_reward", read_get_reward_request, get_reward_answer)
+        return await service.serve_batch(request, "/get_reward", read_get_reward, get_reward_answer)
 
     @app.get("/health")
     async def health() -> Any:

@@ -7,7 +7,8 @@ with ``Retry-After`` at once and the client backs off.
 
 A request is admitted only once its body has arrived whole. Bodies still arriving are bounded
 apart from admission - by a time (``body_timeout_s``, for the whole body, so a body trickled a
-byte at a time is held to it too) and by the bytes they may hold together (`ReadingBudget`) -
+byte at a time is held to it too) and by the bytes they may hold together until parsed
+(`ReadingBudget`) -
 because a client that sends its headers and then stalls costs the server nothing but those
 bytes; while it held a place among those admitted, a few such connections turned every other
 client away.
@@ -28,14 +29,17 @@ class ServeOptions:
         max_body_bytes: Largest request body accepted; larger ones get 413.
         body_timeout_s: Time the whole body may take to arrive, from the request's headers;
             past it the request gets 408 and its connection is closed.
-        max_reading_bytes: Most bytes that bodies still arriving may hold together, counted as
-            they arrive; a request whose next bytes would go past it gets 503 with
-            ``Retry-After``.
+        max_reading_bytes: Most bytes that bodies not yet parsed (arriving, or waiting for or
+            in a parser) may hold together, counted as they arrive; a request whose next bytes
+            would go past it gets 503 with ``Retry-After``.
         max_batch_size: Most samples in one request; more get 413 (counted before any sample
             is checked, so a body of a million empty samples costs one cheap parse).
-        deadline_s: Time a request may take, from arrival (queueing included) to its scores.
-            Past it the request is answered 200 with every sample's status ``timeout``, and its
-            batch is cancelled.
+        max_field_values: Most JSON values (each number, string, list, object, at any depth)
+            one sample's ``fields`` may hold; more get 413, before any sample is checked.
+        deadline_s: Time a request may take, from arrival (parsing and queueing included) to
+            its scores. Past it the request is answered 200 with every sample's status
+            ``timeout``, and its batch is cancelled; a body not even parsed by then gets 503
+            with ``Retry-After`` (without its samples there is no per-sample answer).
         max_concurrency: Batches scoring at once.
         queue: Requests (their bodies read) that may wait for a scoring slot beyond those
             scoring; past ``max_concurrency + queue`` such requests, new ones get 503 at once.
@@ -56,6 +60,7 @@ class ServeOptions:
     body_timeout_s: float = 60.0
     max_reading_bytes: int = 256 * 2**20
     max_batch_size: int = 1024
+    max_field_values: int = 1_000_000
     deadline_s: float = 300.0
     max_concurrency: int = 4
     queue: int = 64
@@ -70,6 +75,7 @@ class ServeOptions:
             "max_body_bytes",
             "max_reading_bytes",
             "max_batch_size",
+            "max_field_values",
             "max_concurrency",
             "max_text_chars",
         ):
@@ -109,8 +115,13 @@ class Place:
 
 
 class ReadingBudget:
-    """The bytes that request bodies still arriving hold together, at most ``max_bytes``.
-    Used from the server's event loop only."""
+    """The bytes that request bodies hold together from their first byte until they are parsed,
+    at most ``max_bytes``; ``requests`` counts the bodies still arriving. Used from the server's
+    event loop only.
+
+    A body that has arrived counts until it is parsed, not only until it arrives: it then waits
+    for a parser holding a place (`Admission`), and counted by places alone, 68 bodies of 32 MB
+    could wait at once."""
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes

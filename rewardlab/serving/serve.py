@@ -155,7 +155,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=defaults.max_reading_bytes,
         metavar="N",
-        help="bytes that bodies still arriving may hold together; past it, 503 (default: %(default)s)",
+        help="bytes that bodies not yet parsed may hold together; past it, 503 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-field-values",
+        type=int,
+        default=defaults.max_field_values,
+        metavar="N",
+        help="most JSON values one sample's fields may hold; more get 413 (default: %(default)s)",
     )
     parser.add_argument(
         "--max-text-chars",
@@ -170,8 +177,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=defaults.deadline_s,
         metavar="S",
-        help="per-request deadline, queueing included; past it samples get status timeout "
-        "(default: %(default)s)",
+        help="per-request deadline, parsing and queueing included; past it samples get status "
+        "timeout, or a body not yet parsed 503 (default: %(default)s)",
     )
     parser.add_argument(
         "--max-concurrency",
@@ -223,6 +230,7 @@ def run_serve(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_body_bytes,
             body_timeout_s=args.body_timeout_s,
             max_reading_bytes=args.max_reading_bytes,
+            max_field_values=args.max_field_values,
             max_text_chars=args.max_text_chars,
             max_batch_size=args.max_batch,
             deadline_s=args.deadline_s,

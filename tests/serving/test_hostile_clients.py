@@ -16,6 +16,17 @@ from rewardlab.serving.remote import RemoteReward
 from tests.serving.conftest import Probe, metric, post, request
 
 
+def health_times_while_pending(server, answer):
+    """How long each ``/health`` asked while ``answer`` (a future) is pending took; each is 200."""
+    health = []
+    while not answer.done():
+        asked = time.monotonic()
+        assert request(f"{server.url}/health")[0] == 200
+        health.append(time.monotonic() - asked)
+        time.sleep(0.02)
+    return health
+
+
 def _connect(url):
     parts = urllib.parse.urlsplit(url)
     return socket.create_connection((parts.hostname, parts.port), timeout=10)
@@ -135,12 +146,7 @@ def test_a_batch_far_over_the_cap_is_refused_early_and_health_keeps_answering(se
     with ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
         answer = pool.submit(post, server.url, "/score", body, **{"content-type": "application/json"})
-        health = []
-        while not answer.done():
-            asked = time.monotonic()
-            assert request(f"{server.url}/health")[0] == 200
-            health.append(time.monotonic() - asked)
-            time.sleep(0.02)
+        health = health_times_while_pending(server, answer)
         status, _, refused = answer.result()
     assert status == 413 and "exceeds max_batch_size 1024" in refused["detail"]
     assert time.monotonic() - started < 3
@@ -276,12 +282,7 @@ def test_a_backtracking_schema_pattern_from_the_request_costs_nothing(serve):
     with ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
         answer = pool.submit(post, server.url, "/score", {"samples": samples})
-        health = []
-        while not answer.done():
-            asked = time.monotonic()
-            assert request(f"{server.url}/health")[0] == 200
-            health.append(time.monotonic() - asked)
-            time.sleep(0.02)
+        health = health_times_while_pending(server, answer)
         status, _, scored = answer.result()
     assert status == 200 and time.monotonic() - started < 3
     assert [(s["id"], s["status"], s["value"]) for s in scored["scores"]] == [
@@ -290,3 +291,113 @@ def test_a_backtracking_schema_pattern_from_the_request_costs_nothing(serve):
     ]
     assert max(health, default=0.0) < 0.5, health
     reward.close()
+
+
+# Red team 8, findings 2 and 3: bodies dear to parse, and parsing outside the deadline.
+
+JSON = {"content-type": "application/json"}
+
+
+def dear_body(count, field="a"):
+    """A 1-sample ``/score`` body whose fields hold ``count`` empty objects: about 3 bytes each,
+    and the dearest JSON there is to parse (each a dict)."""
+    return (
+        b'{"samples": [{"completion": "x", "id": "dear", "fields": {"'
+        + field.encode()
+        + b'": ['
+        + (b",".join([b"{}"] * count))
+        + b"]}}]}"
+    )
+
+
+def test_get_reward_counts_its_lists_before_it_checks_a_label(serve):
+    """``labels`` was validated item by item (a Python call and a new str each) before ``query``
+    was counted: 16 million labels took 3 s and 1.7 GB, then a 422."""
+    server = serve(Probe())
+    body = b'{"query": [], "prompts": [], "labels": [' + b",".join([b"0"] * 2_000_000) + b"]}"
+    started = time.monotonic()
+    status, _, answer = post(server.url, "/get_reward", body, **JSON)
+    assert status == 413 and "labels has 2000000 items: more than max_batch_size 1024" in answer["detail"]
+    assert time.monotonic() - started < 5
+    query = {"query": ["Q:a"] * 1025, "prompts": ["Q:"] * 1025}
+    assert post(server.url, "/get_reward", query)[0] == 413
+    assert post(server.url, "/get_reward", {"query": ["Q:a"], "prompts": ["Q:"]})[0] == 200
+
+
+def test_a_sample_with_too_many_field_values_is_refused_before_it_is_checked(serve):
+    """One sample whose fields held 15 million numbers took 1.5 s to parse and was accepted."""
+    server = serve(Probe(), max_field_values=1000)
+    numbers = (
+        b'{"samples": [{"completion": "x"}, {"fields": {"n": [' + b",".join([b"1"] * 2_000_000) + b"]}}]}"
+    )
+    status, _, answer = post(server.url, "/score", numbers, **JSON)
+    assert (
+        status == 413 and answer["detail"] == "samples[1].fields holds more than max_field_values 1000 values"
+    )
+    nested = {"samples": [{"fields": {"n": [[1, 2], {"a": list(range(500)), "b": list(range(500))}]}}]}
+    assert post(server.url, "/score", nested)[0] == 413
+    within = {"samples": [{"completion": "ab", "fields": {"n": [[1, 2], {"a": list(range(990))}]}}]}
+    status, _, answer = post(server.url, "/score", within)
+    assert status == 200 and answer["scores"][0]["value"] == 2.0
+
+
+def test_a_body_counts_against_the_reading_budget_until_it_is_parsed(serve):
+    """Once arrived, a body stopped counting against ``max_reading_bytes`` while it waited for a
+    parser: dozens of 32 MB bodies could wait at once, each parsed to 50 times its size."""
+    body = dear_body(1_500_000)
+    server = serve(Probe(), max_field_values=10_000_000, max_reading_bytes=3 * len(body) + 1000)
+    with ThreadPoolExecutor(3) as pool:
+        answers = [pool.submit(post, server.url, "/score", body, **JSON) for _ in range(3)]
+        wait_until(lambda: server.service.reading.held == 3 * len(body), what="three parsed bodies held")
+        assert metric(server.url, "rewardlab_requests_reading") == 0.0  # none is still arriving
+        status, _, refused = post(server.url, "/score", {"samples": [{"completion": "x" * 2000}]})
+        assert status == 503 and "being read or parsed" in refused["detail"]
+        assert [answer.result()[0] for answer in answers] == [200] * 3
+    wait_until(lambda: server.service.reading.held == 0, what="every body given back")
+
+
+def test_dear_bodies_do_not_hold_a_small_request_past_its_deadline(serve):
+    """Bodies were parsed on two threads, first come first served and outside the deadline: six
+    dear ones held an honest 1-sample request for 16 s with a 2 s deadline, and a parse held the GIL
+    (and so the event loop) throughout. Small bodies are parsed at once, larger ones smallest
+    first, in worker processes."""
+    server = serve(Probe(), deadline_s=2.0, max_field_values=10_000_000)
+    # Dear enough to go to the workers and keep both busy, cheap enough that a parse running when
+    # the medium body arrives ends well within its deadline on a busy 2-core machine.
+    dear = dear_body(400_000)
+    medium = json.dumps({"samples": [{"completion": "y" * 100_000, "id": "medium"}]}).encode()
+    with ThreadPoolExecutor(8) as pool:
+        started = time.monotonic()
+        heavy = [pool.submit(post, server.url, "/score", dear, **JSON) for _ in range(8)]
+        wait_until(lambda: server.service.reading.held >= 4 * len(dear), what="dear bodies arrived")
+        asked = time.monotonic()
+        status, _, small = post(server.url, "/score", {"samples": [{"completion": "abc", "id": "honest"}]})
+        assert (status, small["scores"][0]["value"]) == (200, 3.0)
+        assert time.monotonic() - asked < 1.0
+        # Larger than is parsed at once: it waits for a parse that is running, not for the queue.
+        asked = time.monotonic()
+        status, _, answer = post(server.url, "/score", medium, **JSON)
+        assert (status, answer["scores"][0]["value"]) == (200, 100_000.0)
+        assert time.monotonic() - asked < 2.0
+        asked = time.monotonic()
+        assert request(f"{server.url}/health")[0] == 200 and time.monotonic() - asked < 0.5
+        results = [future.result() for future in heavy]
+    # Each dear body is answered by its deadline: scored, or 503 if it could not be parsed in time.
+    assert time.monotonic() - started < 2.0 + 2.0
+    assert {status for status, _, _ in results} <= {200, 503}
+    wait_until(lambda: server.service.reading.held == 0, what="every body given back")
+
+
+def test_a_body_not_parsed_by_its_deadline_is_answered_503_at_the_deadline(serve):
+    """The deadline bound only scoring: a body parsed for longer than it was scored after it,
+    and answered 200 with every sample timed out, long past the deadline. Now its parse is
+    stopped at the deadline; unparsed, it has no samples to time out, so it gets 503."""
+    server = serve(Probe(), deadline_s=0.2, max_field_values=10_000_000)
+    started = time.monotonic()
+    status, headers, answer = post(server.url, "/score", dear_body(2_000_000), **JSON)
+    assert status == 503 and answer["detail"] == (
+        "server busy: the body could not be parsed within deadline_s 0.2"
+    )
+    assert "retry-after" in headers and time.monotonic() - started < 0.2 + 1.5
+    wait_until(lambda: server.service.reading.held == 0, what="the body given back")
+    assert post(server.url, "/score", {"samples": [{"completion": "ok"}]})[0] == 200

@@ -24,6 +24,21 @@ and cross-process memory calls outright (see `seccomp`). So no program reaches t
 trusted side, and each reply carries the request's random id besides: a line the relay did not
 write for that request is refused.
 
+The kernel still shows every process of the user its ``/proc/<pid>/status``, ``stat`` and
+``schedstat``, non-dumpable or not: the relay's context switches, CPU time and peak memory there
+counted the programs and tests before a program and the size of earlier replies (red-team round
+9). ``hidepid`` would hide them, but only on a mount of ``/proc`` that bwrap does not make. So
+both processes start with ``CAP_SYS_ADMIN``, ``CAP_SYS_RESOURCE`` and ``CAP_SETPCAP`` in the
+sandbox's own user namespace (see `sandbox`; nothing outside the sandbox) and use them once,
+before anything else (`_seal`): user namespaces limited to none (what bwrap's
+``--disable-userns`` did), an empty tmpfs no one may enter over ``/proc/1`` and
+``/proc/<relay>``, and ``/proc/sys`` read-only (the sandbox's IPC and PID namespaces let their
+user set ``kernel.shmmax``, ``kernel.pid_max`` and the like there, which every later program
+would read or suffer). Then each drops every capability, bounding and ambient sets included,
+before the template forks a child or the relay reads a request. The template's and the relay's
+limits and scheduling, which the same user could otherwise change and every later child would
+inherit, are guarded by the seccomp filter and checked again at every reset (see `Relay.reset`).
+
 Requests arrive on stdin, each a 4-byte length and a ``marshal``-ed dict (they come from the
 trusted side) with an ``"id"``; every request gets one reply line on the original stdout: the id,
 a space, and a JSON object.
@@ -37,10 +52,14 @@ a space, and a JSON object.
 - ``{"op": "reset"}``: end the current program (see below).
 
 Each program runs in the scratch directory ``program`` under ``/tmp`` (one name for all: a
-numbered one would tell a program how many ran before it). Between programs the relay resets the
-sandbox: with ``--sandboxed`` it kills every process but itself and init, so nothing a program
-started survives it, and it empties ``/tmp`` and ``/dev/shm``, restoring any permission a program
-took away; if anything is left, it exits and the trusted side starts a fresh sandbox. A program
+numbered one would tell a program how many ran before it). Each child starts a session of its
+own: the session's autogroup, whose nice value a process may raise through
+``/proc/self/autogroup`` (sched(7), "The autogroup feature"), is then the program's alone, not
+the template's and every later program's. Between programs the relay resets the sandbox: with
+``--sandboxed`` it kills every process but itself and init, so nothing a program started
+survives it, and it empties ``/tmp`` and ``/dev/shm`` and gives their roots back their mode and
+times and none of the extended attributes, access control lists or inode flags a program can
+set there; if anything is left, it exits and the trusted side starts a fresh sandbox. A program
 that kills or stops the relay only ends the sandbox.
 
 What this side never sees is the expected output: tests are judged by the caller, outside the
@@ -52,11 +71,14 @@ The same module is imported outside the sandbox for `encode` / `decode`.
 """
 
 import _socket  # not socket, which imports enum and selectors: milliseconds at every start
+import errno
+import fcntl
 import gc
 import json
 import marshal
 import math
 import os
+import resource
 import select
 import signal
 import stat
@@ -73,6 +95,20 @@ MAX_DECODED_VALUES = 2_000_000
 MAX_SAME_HASH = 8
 TAIL_CHARS = 500
 _PR_SET_DUMPABLE = 4
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4  # prctl(2)
+#: What bwrap leaves the runner (see `sandbox`): CAP_SYS_ADMIN, CAP_SYS_RESOURCE and, last, as
+#: dropping one from the bounding set takes it, CAP_SETPCAP (linux/capability.h).
+_CAPABILITIES = (21, 24, 8)
+_CAPABILITY_VERSION_3 = 0x20080522
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT, _MS_BIND = 1, 2, 4, 8, 32, 4096  # mount(2)
+_FS_IOC_GETFLAGS, _FS_IOC_SETFLAGS = 0x80086601, 0x40086602  # ioctl_iflags(2)
+#: Extended attributes a program may set on a directory it owns (xattr(7)): ``user.*``, and the
+#: access control lists stored as ``system.posix_acl_*`` (acl(5)). The others need privileges.
+_PROGRAM_XATTRS = ("user.", "system.posix_acl_")
+#: The compile error of a program past the limits of the parser or compiler (see `Relay._compiled`).
+TOO_COMPLEX_TO_COMPILE = "the program is too large or too deeply nested to compile"
+#: Every resource limit this Python knows (``RLIMIT_OFILE`` is ``RLIMIT_NOFILE``).
+_LIMITS = sorted({value for name, value in vars(resource).items() if name.startswith("RLIMIT_")})
 SCRATCH_DIRECTORIES = ("/tmp", "/dev/shm")
 WORKDIR = "program"
 _HASH_MODULUS = sys.hash_info.modulus
@@ -279,6 +315,75 @@ def _join_threads():
             thread.join()
 
 
+def _inode_flags(directory):
+    """A directory's inode flags (ioctl_iflags(2)); 0 where the filesystem keeps none (tmpfs
+    before Linux 6.0)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+    except OSError as error:
+        if error.errno in (errno.ENOTTY, errno.EOPNOTSUPP):
+            return 0
+        raise
+    finally:
+        os.close(fd)
+
+
+def _process_state(pid):
+    """What a forked child inherits from process ``pid`` (0: the caller) that another process of
+    the same user may change: its resource limits and its scheduling (prlimit(2), sched(7))."""
+    return (
+        [resource.prlimit(pid, limit) for limit in _LIMITS],
+        os.getpriority(os.PRIO_PROCESS, pid),
+        os.sched_getscheduler(pid),
+        os.sched_getparam(pid),
+        os.sched_getaffinity(pid),
+    )
+
+
+def _inherited_state():
+    """The template's (PID 1) and the relay's own `_process_state`."""
+    return _process_state(1), _process_state(0)
+
+
+def _checked(result, what):
+    if result != 0:
+        import ctypes  # imported already, by main
+
+        raise OSError(ctypes.get_errno(), f"{what} failed")
+
+
+def _seal(libc, pids):
+    """Allow no new user namespace (user_namespaces(7), "/proc/sys/user": a limit of 0 on this
+    one's descendants, which takes ``CAP_SYS_RESOURCE`` here to raise), cover ``/proc/<pid>`` of
+    each pid with an empty read-only tmpfs that no one may enter, and make ``/proc/sys``
+    read-only (see the module's docstring). A program can undo none of it without the
+    capabilities the runner drops next."""
+    with open("/proc/sys/user/max_user_namespaces", "w") as limit:
+        limit.write("0")
+    sealed = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    for pid in pids:
+        target = f"/proc/{pid}".encode()
+        _checked(libc.mount(b"none", target, b"tmpfs", sealed, b"mode=0,size=4k"), f"mounting over {target}")
+    _checked(libc.mount(b"/proc/sys", b"/proc/sys", None, _MS_BIND, None), "binding /proc/sys")
+    read_only = _MS_REMOUNT | _MS_BIND | sealed
+    _checked(libc.mount(None, b"/proc/sys", None, read_only, None), "remounting /proc/sys read-only")
+
+
+def _drop_capabilities(libc):
+    """Give up the capabilities bwrap left this process (see the module's docstring), in every
+    set: bounding (which takes ``CAP_SETPCAP``, hence first), ambient, and the effective,
+    permitted and inheritable ones (capabilities(7)). Its children start with none, and as the
+    bounding set is empty, no program gains one by running a file as the namespace's root."""
+    import ctypes  # imported already, by main
+
+    for capability in _CAPABILITIES:
+        _checked(libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0), "PR_CAPBSET_DROP")
+    _checked(libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "PR_CAP_AMBIENT_CLEAR_ALL")
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    _checked(libc.capset(header, (ctypes.c_uint32 * 6)()), "capset")
+
+
 def _kill_group(pid):
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -433,10 +538,6 @@ class Template:
         pid = os.fork()
         if pid == 0:
             self._child(job_fd, reply_fd)
-        try:
-            os.setpgid(pid, pid)  # also done by the child: whichever runs first
-        except OSError:
-            pass
         os.close(job_fd)
         os.close(reply_fd)
         self.children.add(pid)
@@ -457,10 +558,13 @@ class Template:
                 self.control.send(b"exited %d %d" % (pid, os.waitstatus_to_exitcode(status)))
 
     def _child(self, job_fd, reply_fd):
-        """The new child: reads its job (from the relay, not the template) and runs it."""
+        """The new child: starts a session of its own (and with it a process group and an autogroup,
+        see the module's docstring), reads its job (from the relay, not the template) and runs it.
+        The relay kills it by its process group; until the child has made it, nothing of a
+        program runs in it, and killing the child alone is enough."""
         code = 1
         try:
-            os.setpgid(0, 0)
+            os.setsid()
             gc.enable()
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -504,8 +608,11 @@ class Relay:
         #: Whether a child got its job since the last reset: if none did, no program code ran
         #: since, and there is nothing to reset.
         self.dirty = False
-        self.scratch = [os.getcwd()] + [d for d in SCRATCH_DIRECTORIES if sandboxed and os.path.isdir(d)]
+        scratch = [os.getcwd()] + [d for d in SCRATCH_DIRECTORIES if sandboxed and os.path.isdir(d)]
+        self.scratch = list(dict.fromkeys(scratch))  # the sandbox's working directory is /tmp
         self.workdir = os.path.join(self.scratch[0], WORKDIR)
+        #: What the template (which forks every child) and the relay had at the start.
+        self.inherited = _inherited_state() if sandboxed else None
         os.mkdir(self.workdir, 0o700)
         self._fork_spare()
 
@@ -520,11 +627,20 @@ class Relay:
     def _compiled(source):
         """The program compiled here (it reaches the child in its job: marshal carries code
         objects), or a compile_error reply. Compiling here, not in the child, keeps that work out
-        of a fresh copy-on-write process."""
+        of a fresh copy-on-write process.
+
+        Besides SyntaxError and ValueError (null bytes), compile() reports the limits of the
+        parser and compiler as other errors: MemoryError, with no message, for 100,000 unary
+        minus signs, RecursionError for 100,000 chained calls, OverflowError for sizes past a C
+        integer. Each is the program's compile error, said in words (a bare "MemoryError" reads
+        as the grader's); uncaught, it ended the relay, and with no load error recorded every
+        test started a new sandbox to crash again (red-team round 9)."""
         try:
             return compile(source, "<solution>", "exec"), None
         except (SyntaxError, ValueError) as error:
             return None, {"ok": False, "kind": "compile_error", "error": _error_text(error)}
+        except (MemoryError, RecursionError, OverflowError):
+            return None, {"ok": False, "kind": "compile_error", "error": TOO_COMPLEX_TO_COMPILE}
 
     def _fork_spare(self):
         job_read, job_write = os.pipe()
@@ -567,8 +683,13 @@ class Relay:
     def reset(self):
         """End the current program and everything it started; empty the scratch directories.
 
-        If they cannot be emptied (a program found a way to keep something), the relay exits:
+        If they cannot be emptied (a program found a way to keep something), or the template's or
+        the relay's limits or scheduling are not what they were at the start, the relay exits:
         the trusted side then replaces the whole sandbox rather than run a program in a dirty one.
+        The seccomp filter already refuses a program the calls that change another process's
+        limits or scheduling (see `seccomp`); this check also holds where there is no filter, and
+        against a way to them the filter does not know. They cannot be put back instead: a
+        lowered hard limit or a raised nice value takes privileges to undo.
         """
         if not self.dirty:
             return
@@ -590,10 +711,18 @@ class Relay:
             os._exit(3)
         if self.sandboxed:
             self._await_alone()
+            if _inherited_state() != self.inherited:
+                os._exit(3)
         self.exits.clear()
         for directory in self.scratch:
             self._empty(directory)
-            if os.listdir(directory) or not os.access(directory, os.R_OK | os.W_OK | os.X_OK):
+            try:
+                if self.sandboxed:
+                    self._restore(directory)
+                pristine = self._pristine(directory)
+            except OSError:
+                pristine = False
+            if not pristine:
                 os._exit(3)
         os.mkdir(self.workdir, 0o700)
         self._fork_spare()
@@ -628,6 +757,35 @@ class Relay:
                     os.unlink(entry.path)
             except OSError:
                 pass
+
+    @staticmethod
+    def _restore(directory):
+        """Give a scratch root back what a program may have set on the directory itself, which
+        emptying it keeps: extended attributes and access control lists, inode flags
+        (chattr(1): no-atime and no-dump need no privilege on tmpfs) and times (an access time in
+        the future stays: relatime only moves it forward). Each was a channel from one sample to
+        the next (red-team round 9). `_empty` has already restored its mode; `_pristine` checks."""
+        for name in os.listxattr(directory):
+            if name.startswith(_PROGRAM_XATTRS):
+                os.removexattr(directory, name)
+        if _inode_flags(directory):
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.ioctl(fd, _FS_IOC_SETFLAGS, bytes(8))
+            finally:
+                os.close(fd)
+        os.utime(directory)
+
+    def _pristine(self, directory):
+        """Whether a scratch root is as a fresh sandbox has it: empty, ours alone to use, and, in
+        the sandbox, without an attribute or flag a program set."""
+        if os.listdir(directory) or stat.S_IMODE(os.stat(directory).st_mode) != 0o700:
+            return False
+        if not self.sandboxed:
+            return True
+        return not _inode_flags(directory) and not any(
+            name.startswith(_PROGRAM_XATTRS) for name in os.listxattr(directory)
+        )
 
     @staticmethod
     def _await_line(fd, timeout):
@@ -720,22 +878,30 @@ def main():
     # Inside bwrap's PID namespace (--as-pid-1) this process is its init. Only there may the
     # relay's reset kill "everything": outside it, kill(-1) would reach every process of the user.
     sandboxed = "--sandboxed" in sys.argv and os.getpid() == 1
+    libc = None
     if sandboxed:
         import ctypes  # only here: the import costs milliseconds and unsafe mode has no use for it
 
-        ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        _checked(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "PR_SET_DUMPABLE")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     template_end, relay_end = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     relay = os.fork()
     if relay == 0:
         template_end.close()
         try:
+            if sandboxed:
+                _drop_capabilities(libc)
             Relay(relay_end, sandboxed).serve()
         except BaseException:
             sys.excepthook(*sys.exc_info())  # to the diagnostics file, which only the relay holds
             os._exit(1)
         os._exit(0)
     relay_end.close()
+    if sandboxed:
+        # Before the template serves: it forks no child until it has dropped its capabilities.
+        _seal(libc, (1, relay))
+        _drop_capabilities(libc)
     for fd in (0, 1, 2):
         _redirect(fd, os.devnull, os.O_RDWR)
     Template(template_end, relay).serve()

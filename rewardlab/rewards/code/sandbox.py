@@ -16,10 +16,19 @@ Every sandboxed process is started as::
   program's user, dumpable, holding the pipes to the trusted side, and outlive every program -
   a process a program could trace and make write for it (issue 18). The runner is copied into
   the sandbox from a file descriptor (``--ro-bind-data``), so the mount table shows no host path.
+- Capabilities: the runner's two processes start with ``CAP_SYS_ADMIN``, ``CAP_SYS_RESOURCE``
+  and ``CAP_SETPCAP`` in the sandbox's own user namespace (``--cap-add``, which bwrap grants
+  there without privileges of its own). They use them once - to allow no further user
+  namespace, hide themselves in ``/proc`` and make ``/proc/sys`` read-only - and drop them all
+  before any program runs (see `python_runner`). For their mounts to count, the sandbox's user
+  is uid 0 of that namespace (``--uid 0``; still the unprivileged uid below on the host): for
+  any other uid, bwrap nests a second user namespace that owns nothing, and so does
+  ``--disable-userns``, whose limit the runner now sets itself.
 - An unprivileged user: root ignores ``RLIMIT_NPROC``, so a fork bomb is only bounded when the
-  real user id is not 0. When rewardlab runs as root each worker uses its own uid from
-  `UID_RANGE` (no account is needed); otherwise the sandboxes run as the calling user and share
-  its process limit (a fork bomb in one can then keep another from starting processes).
+  real user id is not 0. When rewardlab runs as root each worker uses its own uid, drawn at
+  random from `UID_RANGE` and held while the worker lives (`claim_uid`; no account is needed);
+  otherwise the sandboxes run as the calling user and share its process limit (a fork bomb in
+  one can then keep another from starting processes).
 - Memory: ``RLIMIT_AS`` per process, and a memory cgroup over the whole sandbox where one can be
   made (see `cgroup`).
 - A wall-clock deadline is enforced by the caller, which kills the process group: that takes the
@@ -33,8 +42,11 @@ deadlines only) exists for trusted code and must be asked for by name.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+import socket
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -43,10 +55,9 @@ from rewardlab.rewards.code.cgroup import MemoryCgroup
 
 RUNNER_SOURCE = Path(__file__).with_name("python_runner.py")
 SANDBOX_RUNNER = "/sandbox/python_runner.py"
-#: Sandbox users when rewardlab runs as root: the first uid plus the worker's pid, so two live
-#: workers never share a uid (and its process limit). No account is needed for them.
-UID_BASE = 1_000_000
-UID_RANGE = (UID_BASE, UID_BASE + (1 << 22))
+#: Sandbox users when rewardlab runs as root, one per worker (see `claim_uid`). No account is
+#: needed for them.
+UID_RANGE = (1_000_000, 1_000_000 + (1 << 22))
 SHM_BYTES = 1 << 20
 Isolation = Literal["bwrap", "unsafe_local"]
 
@@ -91,11 +102,42 @@ def _python_for_sandbox() -> str:
     )
 
 
+def claim_uid(candidates: Iterable[int]) -> tuple[int, socket.socket] | None:
+    """The first of ``candidates`` that no live process holds, and what holds it for this one: a
+    socket bound to a name for it in the abstract namespace (unix(7)). The kernel frees the name
+    when the socket's last holder exits, crashed or not, so no stale claim outlives a worker.
+    None when every candidate is held."""
+    for uid in candidates:
+        holder = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            holder.bind(f"\0rewardlab-sandbox-uid-{uid}")
+        except OSError:
+            holder.close()
+            continue
+        return uid, holder
+    return None
+
+
+# The uid each process (by pid: a forked child claims its own) holds, and what holds it.
+_claims: dict[int, tuple[int, socket.socket]] = {}
+
+
 def _sandbox_uid() -> int | None:
-    """The unprivileged uid this worker's sandboxes run as; None when we are not root."""
+    """The unprivileged uid this worker's sandboxes run as; None when we are not root.
+
+    Drawn at random and claimed (`claim_uid`), so that two live workers of this host never share
+    one (nor its process limit) and it tells a program nothing: it was the first uid plus the
+    worker's pid, which gave a program the pid of its worker on the host (red-team round 9).
+    """
     if os.geteuid() != 0:
         return None
-    return UID_BASE + os.getpid()
+    pid = os.getpid()
+    low, high = UID_RANGE
+    while pid not in _claims:
+        claim = claim_uid([low + secrets.randbelow(high - low)])
+        if claim is not None:
+            _claims[pid] = claim
+    return _claims[pid][0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +225,12 @@ class Sandbox:
             "bwrap",
             "--unshare-all",
             "--unshare-user",
-            "--disable-userns",
+            "--uid", "0",
+            "--gid", "0",
             "--as-pid-1",
+            "--cap-add", "CAP_SYS_ADMIN",
+            "--cap-add", "CAP_SYS_RESOURCE",
+            "--cap-add", "CAP_SETPCAP",
             "--die-with-parent",
             "--new-session",
             "--clearenv",

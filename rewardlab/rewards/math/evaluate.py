@@ -16,6 +16,10 @@ from fractions import Fraction
 from rewardlab.rewards.math.expression import Node, Unsupported
 
 
+class DivisionByZero(Unsupported):
+    """The expression divides by zero: it has no value (an answer "0/0" states nothing)."""
+
+
 class TooLarge(Unsupported):
     """A value too large to evaluate (a factorial of millions, a power tower): astronomically
     larger than any value that can be evaluated, which is how it compares with one."""
@@ -85,7 +89,7 @@ def evaluate(node: Node, point: Mapping[str, complex] | None = None) -> Value:
         return _bounded(left * right)
     if kind == "div":
         if right == 0:
-            raise Unsupported("division by zero")
+            raise DivisionByZero("division by zero")
         if isinstance(left, Fraction) and isinstance(right, Fraction):
             return left / right
         return complex(left) / complex(right)
@@ -170,7 +174,7 @@ def _power(base: Value, exponent: Value) -> Value:
             size = max(abs(base.numerator).bit_length(), base.denominator.bit_length())
             if abs(power) <= MAX_EXACT_EXPONENT and size * abs(power) <= MAX_EXACT_BITS:
                 if base == 0 and power < 0:
-                    raise Unsupported("division by zero")
+                    raise DivisionByZero("division by zero")
                 return base**power
             if base != 0 and power * math.log10(abs(base)) > MAX_MAGNITUDE:
                 raise TooLarge(f"a power of more than {MAX_MAGNITUDE} digits")

@@ -33,6 +33,7 @@ from rewardlab.rewards.math.answer import (
 from rewardlab.rewards.math.cas import CasVerdict, cas_equivalent
 from rewardlab.rewards.math.compare import APPROXIMATION_DIGITS, answers_equal, uses_pi
 from rewardlab.rewards.math.echo import echoes_question
+from rewardlab.rewards.math.evaluate import DivisionByZero, evaluate
 from rewardlab.rewards.math.expression import Node, Unsupported, decimal_digits, is_literal, variables
 from rewardlab.rewards.math.extract import (
     Extraction,
@@ -152,6 +153,17 @@ def _needs_a_number(gold: Answer | _Unparsed, predicted: Answer | _Unparsed) -> 
     return not (isinstance(gold, Scalar) and gold.degrees and radians)
 
 
+def _divides_by_zero(node: Node) -> bool:
+    """Whether a number as written is a fraction over zero ("0/0", "\\frac{1}{0}")."""
+    try:
+        evaluate(node)
+    except DivisionByZero:
+        return True
+    except (Unsupported, ValueError, OverflowError):
+        return False
+    return False
+
+
 def _same_value_twice(gold: str, prediction: str) -> bool:
     """Whether "a or b" gives one value in two forms ("\\frac12, or 50%", "2 hours, or 120
     minutes", "10, or equivalently \\binom{5}{2}"): the first answers ``gold`` and every other one
@@ -210,6 +222,8 @@ def fast_verdict(gold: str, prediction: str) -> tuple[bool | None, str | None]:
     predicted = _parsed(prediction, choice_expected, cleaned)
     if isinstance(predicted, _Unparsed) and predicted.too_large:
         raise InvalidAnswer(predicted.message)
+    if isinstance(predicted, Scalar) and is_literal(predicted.node) and _divides_by_zero(predicted.node):
+        return False, f"{prediction!r} divides by zero: it states no value"
     if _needs_a_number(gold_answer, predicted) and not _is_number(predicted):
         value = None if isinstance(predicted, _Unparsed) else _value_node(predicted)
         if value is not None and not variables(value):

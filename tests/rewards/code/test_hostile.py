@@ -7,6 +7,7 @@ on the host, "connected"), or the trick targets the harness itself (exit 0 befor
 a patched ``assert``, an object equal to everything).
 """
 
+import errno
 import os
 import socket
 import subprocess
@@ -16,9 +17,14 @@ from pathlib import Path
 
 import pytest
 
+import rewardlab.rewards.code.session as session_module
 from rewardlab import Sample, Status
+from rewardlab.rewards.code import harness
+from rewardlab.rewards.code.cases import read_tests
+from rewardlab.rewards.code.harness import run_program
+from rewardlab.rewards.code.python_runner import TOO_COMPLEX_TO_COMPILE
 from rewardlab.rewards.code.reward import CodeExecutionReward
-from rewardlab.rewards.code.sandbox import UID_RANGE, Sandbox
+from rewardlab.rewards.code.sandbox import UID_RANGE, Sandbox, claim_uid
 from rewardlab.rewards.code.session import SandboxSession, SessionEnded
 
 SECRET = "rewardlab-secret-7f3a"
@@ -740,3 +746,308 @@ def test_what_a_program_writes_into_its_replies_is_shown_clipped():
     [score] = reward.score([Sample(completion=f"```python\n{program}```", fields=fields)])
     reward.close()
     assert score.value == 0.0 and len(repr(score.details)) + len(score.reason) < 5_000
+
+
+# --- red-team round 9: state a program leaves in the sandbox for the next ones -----------------
+
+
+def one_by_one(reward, *samples):
+    """Each sample scored alone, in order: with one worker they share one sandbox in turn."""
+    return [reward.score([sample])[0] for sample in samples]
+
+
+def calls_sample(code, name, output, args=()):
+    fields = {"fn_name": name, "tests": [{"input": list(args), "output": output}]}
+    return Sample(completion=f"```python\n{code}```", fields=fields)
+
+
+#: Lowers the limits of the sandbox's first process (which forks every later program) and of the
+#: relay (pid 2): every later program would inherit the first, and the second would kill the
+#: relay in the middle of a later program. Returns what the kernel allowed.
+LIMIT_POISONER = r"""
+import resource
+def poison():
+    lowered = []
+    for pid in (1, 2):
+        for limit, soft in ((resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_NOFILE, 8),
+                            (resource.RLIMIT_CPU, 1)):
+            try:
+                resource.prlimit(pid, limit, (soft, resource.prlimit(pid, limit)[1]))
+            except OSError:
+                continue
+            lowered.append([pid, limit])
+    return lowered
+"""
+#: Writes a file and holds 20 open at once: within the default limits, not within the lowered.
+OPENS_FILES = """
+def f():
+    files = [open(f"/tmp/f{i}", "w") for i in range(20)]
+    return files[0].write("x" * 100)
+"""
+ADD_STDIO = "a, b = map(int, input().split())\nprint(a + b)\n"
+
+
+def test_a_program_cannot_lower_the_limits_that_later_programs_inherit():
+    reward = CodeExecutionReward(workers=1, test_timeout_s=2.0)
+    poisoner, stdio, files = one_by_one(
+        reward,
+        calls_sample(LIMIT_POISONER, "poison", []),
+        Sample(completion=f"```python\n{ADD_STDIO}```", fields=SUM_STDIO),
+        calls_sample(OPENS_FILES, "f", 100),
+    )
+    reward.close()
+    assert poisoner.value == 1.0, poisoner.details["tests"]  # every attempt was refused
+    assert stdio.value == 1.0, stdio.details["tests"]
+    assert files.value == 1.0, files.details["tests"]
+
+
+#: Sets up an io_uring, whose requests (a socket among them, opcode 45) run without the syscalls
+#: the seccomp filter sees; returns the errno the kernel gave.
+IO_URING = r"""
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+def setup():
+    params = ctypes.create_string_buffer(120)
+    fd = libc.syscall(425, 8, params)  # io_uring_setup, on x86-64 and AArch64 alike
+    return 0 if fd >= 0 else ctypes.get_errno()
+"""
+
+
+def test_io_uring_is_refused():
+    """A program opened an IPv4 socket through io_uring, past the filter's socket rule, and left a
+    port number in /proc/net/tcp for the next program (red-team round 11)."""
+    reward = CodeExecutionReward(workers=1)
+    [score] = reward.score([calls_sample(IO_URING, "setup", errno.EPERM)])
+    reward.close()
+    assert score.value == 1.0, score.details["tests"]
+
+
+#: Makes the sandbox's first process and the relay nice 19, SCHED_IDLE, idle-class I/O and bound
+#: to one CPU, all of which a fork inherits; and its own session's autogroup nice 19 (sched(7),
+#: "The autogroup feature"), which every process of the session shares. Returns what the kernel
+#: allowed of the first kind (the last is its own, and allowed).
+SCHEDULING_POISONER = r"""
+import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+IOPRIO_SET = {"x86_64": 251, "aarch64": 30}[platform.machine()]
+def ioprio_idle(pid):
+    if libc.syscall(IOPRIO_SET, 1, pid, 3 << 13) != 0:
+        raise OSError(ctypes.get_errno(), "ioprio_set")
+ATTEMPTS = {
+    "nice": lambda pid: os.setpriority(os.PRIO_PROCESS, pid, 19),
+    "idle": lambda pid: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)),
+    "one cpu": lambda pid: os.sched_setaffinity(pid, {min(os.sched_getaffinity(0))}),
+    "idle io": ioprio_idle,
+}
+def poison():
+    changed = []
+    for pid in (1, 2):
+        for name, attempt in ATTEMPTS.items():
+            try:
+                attempt(pid)
+            except OSError:
+                continue
+            changed.append(f"{name} {pid}")
+    try:
+        os.setpriority(os.PRIO_USER, 0, 19)
+        changed.append("nice for the whole user")
+    except OSError:
+        pass
+    libc.prctl(4, 1, 0, 0, 0)  # dumpable: its own /proc files become writable to it
+    try:
+        with open("/proc/self/autogroup", "w") as autogroup:
+            autogroup.write("19")
+    except FileNotFoundError:  # a kernel without autogroups
+        pass
+    return changed
+"""
+SCHEDULING_OBSERVER = r"""
+import ctypes, os, platform
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}[platform.machine()]
+def seen():
+    autogroup = "0"
+    if os.path.exists("/proc/self/autogroup"):  # a kernel with autogroups
+        autogroup = open("/proc/self/autogroup").read().split()[-1]
+    return [os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), sorted(os.sched_getaffinity(0)),
+            ctypes.CDLL(None).syscall(IOPRIO_GET, 1, 0) >> 13 == 3, autogroup]
+"""
+#: What the observer sees unpoisoned: nice 0, SCHED_OTHER, every CPU this process may use (the
+#: sandbox inherits it), not idle-class I/O, autogroup nice 0.
+UNPOISONED = [0, os.SCHED_OTHER, sorted(os.sched_getaffinity(0)), False, "0"]
+
+
+def test_a_program_cannot_change_how_later_programs_are_scheduled():
+    reward = CodeExecutionReward(workers=1, test_timeout_s=2.0)
+    poisoner, observer = one_by_one(
+        reward,
+        calls_sample(SCHEDULING_POISONER, "poison", []),
+        calls_sample(SCHEDULING_OBSERVER, "seen", UNPOISONED),
+    )
+    reward.close()
+    assert poisoner.value == 1.0, poisoner.details["tests"]  # every attempt on another process was refused
+    assert observer.value == 1.0, observer.details["tests"]
+
+
+#: Leaves what it can on the scratch roots, which the relay empties but keeps: extended
+#: attributes, an access control list, inode flags (chattr(1): no-atime, no-dump), times far in
+#: the future (relatime never moves an atime back) and a mode; and in the namespaces the
+#: sandbox keeps: IPC and PID limits (/proc/sys/kernel), and a TCP connection closed on
+#: loopback, which stays in TIME_WAIT for a minute and lists its port in /proc/net/tcp.
+SCRATCH_WRITER = r"""
+import fcntl, os, socket, struct
+FS_IOC_SETFLAGS, NOATIME, NODUMP = 0x40086602, 0x80, 0x40
+ACL = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", tag, 7, uid) for tag, uid in
+      ((1, 0xFFFFFFFF), (2, os.getuid()), (4, 0xFFFFFFFF), (0x10, 0xFFFFFFFF), (0x20, 0xFFFFFFFF)))
+def attempts(root, secret):
+    yield lambda: os.setxattr(root, "user.secret", secret.encode())
+    yield lambda: os.setxattr(root, "system.posix_acl_access", ACL)
+    yield lambda: os.setxattr(root, "system.posix_acl_default", ACL)
+    yield lambda: fcntl.ioctl(os.open(root, os.O_RDONLY), FS_IOC_SETFLAGS, struct.pack("i", NOATIME | NODUMP))
+    yield lambda: os.utime(root, (4_000_012_345, 4_000_012_345))
+    yield lambda: os.chmod(root, 0o1777)
+def loopback_time_wait():
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.socket()
+    client.bind(("127.0.0.1", 45678))
+    client.connect(server.getsockname())
+    server.accept()[0].close()
+    client.close()
+def store(secret):
+    done = 0
+    for attempt in [a for root in ("/tmp", "/dev/shm") for a in attempts(root, secret)] + [
+        lambda: open("/proc/sys/kernel/shmmax", "w").write("12345"),
+        lambda: open("/proc/sys/kernel/pid_max", "w").write("4321"),
+        loopback_time_wait,
+    ]:
+        try:
+            attempt()
+            done += 1
+        except OSError:
+            pass
+    return done
+"""
+SCRATCH_READER = r"""
+import fcntl, os, struct
+FS_IOC_GETFLAGS = 0x80086601
+def found():
+    left = []
+    for root in ("/tmp", "/dev/shm"):
+        info = os.stat(root)
+        left += [f"{root} {name}" for name in os.listxattr(root)]
+        if struct.unpack("i", fcntl.ioctl(os.open(root, os.O_RDONLY), FS_IOC_GETFLAGS, bytes(4)))[0]:
+            left.append(f"{root} flags")
+        if max(info.st_atime, info.st_mtime) > 4_000_000_000:
+            left.append(f"{root} times")
+        if info.st_mode & 0o7077:
+            left.append(f"{root} mode {info.st_mode:o}")
+    for name, planted in (("shmmax", "12345"), ("pid_max", "4321")):
+        if open(f"/proc/sys/kernel/{name}").read().strip() == planted:
+            left.append(name)
+    left += open("/proc/net/tcp").read().splitlines()[1:] + open("/proc/net/tcp6").read().splitlines()[1:]
+    return left
+"""
+
+
+def test_nothing_a_program_leaves_on_the_scratch_roots_or_in_the_namespaces_reaches_the_next():
+    reward = CodeExecutionReward(workers=1, test_timeout_s=2.0)
+    writer, reader = one_by_one(
+        reward,
+        calls_sample(SCRATCH_WRITER, "store", -1, args=["earlier-sample-argument"]),
+        calls_sample(SCRATCH_READER, "found", []),
+    )
+    reward.close()
+    # It set at least a user attribute and the times of both roots (any tmpfs allows those).
+    assert int(writer.details["tests"][0]["reason"].rsplit("got ", 1)[1]) >= 4, writer.details["tests"]
+    assert reader.value == 1.0, reader.details["tests"]
+
+
+#: Reads what /proc tells of the sandbox's own two processes (their context switches, CPU time
+#: and peak memory counted the programs and tests that ran before and the size of earlier
+#: replies); and, as hiding them takes the runner capabilities at its start, which of those it
+#: holds and which namespaces it can make (user, mount, PID).
+PROC_SPY = r"""
+import ctypes
+def spy():
+    readable = []
+    for pid in (1, 2):
+        for name in ("status", "stat", "schedstat", "limits", f"task/{pid}/status"):
+            try:
+                open(f"/proc/{pid}/{name}").read()
+            except OSError:
+                continue
+            readable.append(f"{pid}/{name}")
+    capabilities = [line.split()[1] for line in open("/proc/self/status") if line.startswith("Cap")]
+    made = [flag for flag in (0x10000000, 0x20000, 0x20000000) if ctypes.CDLL(None).unshare(flag) == 0]
+    return [readable, capabilities, made]
+"""
+
+
+def test_a_program_cannot_read_the_runners_own_processes_in_proc():
+    reward = CodeExecutionReward(workers=1)
+    [spy] = reward.score([calls_sample(PROC_SPY, "spy", [[], ["0" * 16] * 5, []])])
+    reward.close()
+    assert spy.value == 1.0, spy.details["tests"]
+
+
+def test_the_sandbox_user_says_nothing_of_the_host_and_no_two_workers_share_one():
+    if os.geteuid() != 0:
+        pytest.skip("sandboxes run as the calling user when rewardlab is not root")
+    # The program is uid 0 of its user namespace; uid_map says which uid that is on the host.
+    program = "def uid():\n    return int(open('/proc/self/uid_map').read().split()[1])\n"
+    with SandboxSession(Sandbox()) as session:  # this process starts it, as a pool worker would
+        session.request({"op": "program", "source": program}, 10)
+        reply = session.request({"op": "call", "name": "uid", "args": [], "kwargs": {"dict": []}}, 10)
+    uid = reply["value"]
+    assert UID_RANGE[0] <= uid < UID_RANGE[1] and uid != UID_RANGE[0] + os.getpid()
+    held, other = claim_uid([uid]), UID_RANGE[0] + (uid + 1 - UID_RANGE[0]) % (UID_RANGE[1] - UID_RANGE[0])
+    assert held is None  # this process holds it already
+    second = claim_uid([uid, other])
+    assert second is not None and second[0] == other
+    second[1].close()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = " + "-" * 100_000 + "1\ndef f():\n    return 1\n",  # MemoryError in the parser
+        "f" + "()" * 100_000 + "\ndef f():\n    return 1\n",  # RecursionError in the compiler
+    ],
+)
+def test_a_program_that_breaks_the_compiler_fails_once_as_a_compile_error(source):
+    reward = CodeExecutionReward(workers=1)
+    fields = {"fn_name": "f", "tests": [{"input": [], "output": 1}] * 20}
+    [score] = reward.score([Sample(completion=f"```python\n{source}```", fields=fields)])
+    reward.close()
+    assert score.ok and score.value == 0.0
+    load_error = score.details["load_error"]
+    assert load_error == f"compile_error: {TOO_COMPLEX_TO_COMPILE}", load_error
+    assert score.details["tests"][-1]["reason"] == load_error
+
+
+@pytest.mark.parametrize(
+    ("poisoner", "victim", "victim_fields"),
+    [
+        (calls_sample(LIMIT_POISONER, "poison", []), ADD_STDIO, SUM_STDIO),
+        (
+            calls_sample(SCHEDULING_POISONER, "poison", []),
+            SCHEDULING_OBSERVER,
+            {"fn_name": "seen", "tests": [{"input": [], "output": UNPOISONED}]},
+        ),
+    ],
+    ids=["limits", "scheduling"],
+)
+def test_without_the_seccomp_filter_the_runner_still_keeps_a_poisoned_sandbox_from_later_programs(
+    monkeypatch, poisoner, victim, victim_fields
+):
+    # Architectures other than x86-64 and AArch64 run without the filter: there the calls go
+    # through, and the runner itself must see the change when it resets and end the sandbox.
+    monkeypatch.setattr(session_module, "sandbox_filter", lambda: None)
+    sandbox, limits = Sandbox(), {"test_timeout_s": 2.0, "total_timeout_s": 10.0, "tolerance": 0.0}
+    try:
+        attack = poisoner.completion.split("```python\n")[1].split("```")[0]
+        poisoned = run_program(attack, read_tests(poisoner.fields), sandbox, **limits)
+        later = run_program(victim, read_tests(victim_fields), sandbox, **limits)
+    finally:
+        harness._close_sessions()
+    assert poisoned.outcomes[0].outcome == "failed", poisoned.outcomes  # the calls went through
+    assert later.passed == len(later.outcomes), later.outcomes

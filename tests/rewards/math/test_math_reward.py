@@ -53,6 +53,15 @@ def test_a_relation_between_unknowns_is_not_a_number(reward):
     assert score(reward, r"\boxed{x = y + 1}", "x = y + 1").value == 1.0
 
 
+def test_a_fraction_over_zero_states_no_value():
+    # Found by the time-bound fuzz test: with the CAS off, "0/0" was a parse_error, not a 0.
+    reward = MathAnswerReward(use_cas=False, execution="inline")
+    for completion in ("0/0", r"\boxed{1/0}", r"The answer is $\frac{3}{0}$."):
+        result = score(reward, completion, "5")
+        assert (result.status, result.value, result.details["path"]) == (Status.OK, 0.0, "fast"), completion
+        assert "divides by zero" in result.reason
+
+
 def test_references_in_solution_and_gsm8k_form(reward):
     assert score(reward, "\\boxed{18}", "Janet sells 9 eggs... she makes $18.\n#### 18").value == 1.0
     assert score(reward, "\\boxed{18}", r"So she makes $\boxed{18}$ dollars.").value == 1.0
