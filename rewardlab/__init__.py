@@ -1,26 +1,92 @@
-"""rewardlab: rewards you can trust for LLM post-training, behind one contract.
+r"""rewardlab: rewards you can trust for LLM post-training, behind one contract.
 
-Every scorer is a `Reward`: `Sample`s in, one `Score` per sample out.
+Every scorer is a `Reward`: `Sample`s in, one `Score` per sample out. The contract, composition
+and the registry are imported with the package; every other public name here (the rewards, the
+TRL adapter, the reward server's client, offline scoring) is imported on first use (PEP 562), so
+that ``import rewardlab`` stays fast and pulls in no model, server or training dependency:
+
+    >>> import rewardlab
+    >>> reward = rewardlab.build({"type": "math_answer"})
+    >>> [score] = reward.score([rewardlab.Sample(completion="So $\\boxed{4}$.", reference="4")])
+    >>> score.value
+    1.0
+    >>> reward.close()
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from rewardlab.rewards.combine import Combine, Route
 from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, Usage
 from rewardlab.rewards.registry import ConfigError, available, build, register
 from rewardlab.rewards.rule import RuleReward
 
+#: Public names imported on first use, and the module that defines each.
+_LAZY = {
+    "as_reward_func": "rewardlab.rewards.trl_adapter",
+    "RemoteReward": "rewardlab.serving.remote",
+    "score_file": "rewardlab.offline.runner",
+    "MathAnswerReward": "rewardlab.rewards.math.reward",
+    "CodeExecutionReward": "rewardlab.rewards.code.reward",
+    "StringMatchReward": "rewardlab.rewards.format",
+    "JsonSchemaReward": "rewardlab.rewards.json_schema",
+    "InstructionFollowingReward": "rewardlab.rewards.instructions",
+    "PointwiseJudge": "rewardlab.judges.pointwise",
+    "PairwiseJudge": "rewardlab.judges.pairwise",
+    "ListwiseJudge": "rewardlab.judges.listwise",
+    "ReferenceScaffoldedJudge": "rewardlab.judges.scaffolded",
+    "RubricReward": "rewardlab.rubrics.grading",
+    "StepJudge": "rewardlab.prm.step_judge",
+    "DiscriminativePRMReward": "rewardlab.prm.discriminative",
+    "ImplicitPRMReward": "rewardlab.prm.implicit",
+    "ProgressAdvantageReward": "rewardlab.prm.implicit",
+}
+
 __all__ = [
+    "CodeExecutionReward",
     "Combine",
     "ConfigError",
+    "DiscriminativePRMReward",
+    "ImplicitPRMReward",
+    "InstructionFollowingReward",
     "InvalidInput",
+    "JsonSchemaReward",
+    "ListwiseJudge",
+    "MathAnswerReward",
+    "PairwiseJudge",
+    "PointwiseJudge",
+    "ProgressAdvantageReward",
+    "ReferenceScaffoldedJudge",
+    "RemoteReward",
     "Reward",
     "Route",
+    "RubricReward",
     "RuleReward",
     "Sample",
     "Score",
     "Status",
+    "StepJudge",
+    "StringMatchReward",
     "Usage",
+    "as_reward_func",
     "available",
     "build",
     "register",
+    "score_file",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rewardlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup finds it directly
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
