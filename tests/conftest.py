@@ -4,6 +4,11 @@
   the tokenizer is byte-level BPE without merges (every byte is a token) and the model is a
   randomly initialised two-layer Llama, small enough that a GRPO step takes a fraction of a
   second on a CPU.
+- Markers for a quick inner loop, set here from what a test uses rather than by hand in every
+  file (so a new test is marked by the same rules): ``sandbox`` (runs programs in bubblewrap),
+  ``model`` (the embedded model or its server), ``ray`` (a local Ray cluster), ``training`` (a
+  real trainer run), and ``slow``: any of those, or a test listed in `SLOW` (measured at a second
+  or more on 2 cores). ``pytest -m "not slow"`` is the quick loop; ``pytest`` runs everything.
 - For judges and rubrics: a scripted OpenAI-compatible server (faults and answers on demand),
   and the real local model server (``rewardlab serve-model`` over the embedded SmolLM2) started
   once per session on a free port. The local model comes from ``rewardlab fetch-model``; without
@@ -21,6 +26,42 @@ import pytest
 
 from rewardlab.judges.scripted_server import ScriptedServer
 from rewardlab.optional import MissingDependency
+
+#: Fixtures that start the embedded model or the Ray cluster.
+_MODEL_FIXTURES = frozenset({"model_available", "local_server"})
+_RAY_FIXTURES = frozenset({"local_ray"})
+#: Test files (under tests/) that are slow throughout, beyond what the rules below catch: the
+#: time-bound fuzzers, every reward's property test, servers on loopback, retries that wait.
+SLOW = frozenset({
+    "test_parsers_time_bounds.py",
+    os.path.join("rewards", "test_rule_time_bounds.py"),
+    os.path.join("rewards", "test_every_reward.py"),
+    os.path.join("rewards", "math", "test_equivalence_set.py"),
+    os.path.join("judges", "test_client.py"),
+    os.path.join("serving", "test_hostile_clients.py"),
+    os.path.join("serving", "test_server.py"),
+    os.path.join("serving", "test_remote.py"),
+})  # fmt: skip
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = os.path.dirname(__file__)
+    for item in items:
+        where = os.path.relpath(str(item.path), tests)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        kinds = set()
+        if where.startswith(os.path.join("rewards", "code")):
+            kinds.add("sandbox")
+        if fixtures & _MODEL_FIXTURES:
+            kinds.add("model")
+        if fixtures & _RAY_FIXTURES:
+            kinds.add("ray")
+        if "grpo" in item.name.lower() or "grpo" in where or "train" in item.name.lower():
+            kinds.add("training")
+        if kinds or where in SLOW:
+            kinds.add("slow")
+        for kind in sorted(kinds):
+            item.add_marker(kind)
 
 
 @pytest.fixture(scope="session")
