@@ -21,9 +21,11 @@ from tests.adversarial_text import CATALOGUE, repeated
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = 50_000
-#: Seconds one check may take on 200 KB of text: half the default sample budget (instruction
-#: checks tokenize the whole text, 0.3 s per 50 KB here; every other check is far faster).
-BOUND_S = 2.5
+#: Seconds one check may take on 200 KB of text: within the default sample budget (5 s), with
+#: room for a busy CI machine. Instruction checks tokenize the whole text: 2.0 s for 200 KB of
+#: restated lines on a quiet machine here, 2.7 s in a CI run; every other check is far faster.
+#: Growth is checked apart, against the same check on a quarter of the text.
+BOUND_S = 4.0
 
 RULE_REWARDS = {
     # The CAS has its own budget (it runs in killable workers); here only the reading is timed,
