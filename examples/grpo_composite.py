@@ -71,9 +71,9 @@ from typing import Any
 
 from rewardlab import build
 from rewardlab.benchmarks.arithmetic import arithmetic_solutions
+from rewardlab.integrations.trl import as_reward_func
 from rewardlab.prm.models import EMBEDDED, model_folder
 from rewardlab.rewards.contract import Reward, Sample, Score
-from rewardlab.rewards.trl_adapter import as_reward_func
 
 PROMPT = (
     "{problem} Write one calculation per line, like `7 + 5 = 12`, then end with a line `The answer is N.`"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rewardlab import Sample, build
 from rewardlab.benchmarks.arithmetic import SteppedSolution, arithmetic_solutions
-from rewardlab.benchmarks.processbench import choose_threshold, first_error_f1, predicted_first_error
+from rewardlab.benchmarks.first_error import choose_threshold, first_error_f1, predicted_first_error
 from rewardlab.prm.logprobs import TokenLogprobScorer
 from rewardlab.prm.models import EMBEDDED, load_model
 from rewardlab.prm.training import train_prm

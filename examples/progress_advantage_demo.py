@@ -55,12 +55,12 @@ from pathlib import Path
 from typing import Any
 
 from rewardlab import Sample, build
+from rewardlab.integrations.trl import as_reward_func
 from rewardlab.prm.applications import auroc, best_of_n, mcnemar_exact
 from rewardlab.prm.logprobs import TokenLogprobScorer
 from rewardlab.prm.models import EMBEDDED, LoadedModel, load_model, model_folder
 from rewardlab.rewards.contract import Score
 from rewardlab.rewards.steps import aggregate_steps
-from rewardlab.rewards.trl_adapter import as_reward_func
 
 FOLDS = ("sum", "mean", "min")
 #: The selection the others are compared with, set by set.

@@ -1,6 +1,6 @@
 """Judge throughput against a server of fixed latency, and the cost of a cache hit.
 
-The server is `rewardlab.judges.scripted_server` in a separate process, answering every chat
+The server is `rewardlab.testing` in a separate process, answering every chat
 completion after a fixed delay (200 ms by default). With concurrency C, N calls cannot finish
 faster than the ideal (N / C) x latency; the target is within 1.2x of it.
 
@@ -29,7 +29,7 @@ from rewardlab import Sample, build
 
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "rewardlab.judges.scripted_server", "--latency", str(latency)],
+        [sys.executable, "-m", "rewardlab.testing", "--latency", str(latency)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -15,17 +15,16 @@ that ``import rewardlab`` stays fast and pulls in no model, server or training d
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from rewardlab.errors import ConfigError, InvalidInput, RewardlabError, UserError
+from rewardlab.lazy_exports import lazy_exports
 from rewardlab.rewards.combine import Combine, Route
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, Usage
-from rewardlab.rewards.registry import ConfigError, available, build, register
+from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage
+from rewardlab.rewards.registry import available, build, register
 from rewardlab.rewards.rule import RuleReward
 
 #: Public names imported on first use, and the module that defines each.
 _LAZY = {
-    "as_reward_func": "rewardlab.rewards.trl_adapter",
+    "as_reward_func": "rewardlab.integrations.trl",
     "RemoteReward": "rewardlab.serving.remote",
     "score_file": "rewardlab.offline.runner",
     "MathAnswerReward": "rewardlab.rewards.math.reward",
@@ -61,6 +60,7 @@ __all__ = [
     "ReferenceScaffoldedJudge",
     "RemoteReward",
     "Reward",
+    "RewardlabError",
     "Route",
     "RubricReward",
     "RuleReward",
@@ -70,6 +70,7 @@ __all__ = [
     "StepJudge",
     "StringMatchReward",
     "Usage",
+    "UserError",
     "as_reward_func",
     "available",
     "build",
@@ -79,14 +80,4 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rewardlab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next lookup finds it directly
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _LAZY)

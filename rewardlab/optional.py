@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from rewardlab.errors import MissingDependency
+
 #: Top-level module -> the rewardlab extra that installs it.
 EXTRAS = {
     "if_verifiable": "instructions",
@@ -27,10 +29,6 @@ EXTRAS = {
     "prometheus_client": "serve",
     "ray": "ray",
 }
-
-
-class MissingDependency(ImportError):
-    """An optional dependency is not installed; the message names the extra to install."""
 
 
 def missing_dependency(error: ModuleNotFoundError, needed_for: str) -> MissingDependency:

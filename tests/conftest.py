@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from rewardlab.judges.scripted_server import ScriptedServer
-from rewardlab.optional import MissingDependency
+from rewardlab.errors import MissingDependency
+from rewardlab.testing import ScriptedServer
 
 #: Fixtures that start the embedded model or the Ray cluster.
 _MODEL_FIXTURES = frozenset({"model_available", "local_server"})
@@ -37,7 +37,7 @@ SLOW = frozenset({
     os.path.join("rewards", "test_rule_time_bounds.py"),
     os.path.join("rewards", "test_every_reward.py"),
     os.path.join("rewards", "math", "test_equivalence_set.py"),
-    os.path.join("judges", "test_client.py"),
+    os.path.join("llm", "test_client.py"),
     os.path.join("serving", "test_hostile_clients.py"),
     os.path.join("serving", "test_server.py"),
     os.path.join("serving", "test_remote.py"),
@@ -105,7 +105,7 @@ def tiny_causal_lm(tiny_tokenizer):
 
 
 def _model_missing() -> str | None:
-    from rewardlab.judges.default_model import default_model_path
+    from rewardlab.llm.default_model import default_model_path
 
     try:
         default_model_path()
@@ -117,7 +117,7 @@ def _model_missing() -> str | None:
 @pytest.fixture(autouse=True)
 def _private_judge_cache(tmp_path, monkeypatch):
     """Judges built with the default cache write to this test's folder, not the user's cache."""
-    monkeypatch.setattr("rewardlab.judges.client.cache_dir", lambda: tmp_path)
+    monkeypatch.setattr("rewardlab.llm.client.cache_dir", lambda: tmp_path)
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@ import sys
 import pytest
 
 from rewardlab import ConfigError, build
-from rewardlab.optional import MissingDependency, require
+from rewardlab.errors import MissingDependency
+from rewardlab.optional import require
 
 
 def test_a_missing_optional_dependency_names_the_extra(monkeypatch):

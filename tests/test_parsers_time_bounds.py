@@ -28,25 +28,25 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from rewardlab.judges.fence import Fence, UnclosedFence, blank_fenced, fence
+from rewardlab.errors import RubricError, StepSplitError, UnclosedFence, VerdictError
 from rewardlab.judges.verdicts import (
     VERDICT_WORDS,
     LabelSet,
-    VerdictError,
     json_objects,
     read_label,
     read_label_list,
     read_number_list,
 )
-from rewardlab.prm.splitting import StepSplitError, _merge_shortest, given_spans, split_steps
+from rewardlab.llm.fence import Fence, blank_fenced, fence
 from rewardlab.rewards.code.extract import CodeBlock, code_blocks, extract_program
 from rewardlab.rewards.contract import Sample
 from rewardlab.rewards.math.text import reader_text
 from rewardlab.rewards.shaping import RepetitionPenalty
+from rewardlab.rewards.step_splitting import _merge_shortest, given_spans, split_steps
 from rewardlab.rewards.steps import split_segments
 from rewardlab.rubrics.elicit import same_criterion
 from rewardlab.rubrics.generate import read_generated_criteria
-from rewardlab.rubrics.model import Rubric, RubricError
+from rewardlab.rubrics.model import Rubric
 from tests.adversarial_text import CATALOGUE, FRAGMENTS, prose
 
 #: Characters in the smaller text; the larger has 4x as many.

@@ -29,15 +29,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardlab.benchmarks.items import (
-    Benchmark,
-    DataFormatError,
-    Item,
-    ItemScores,
-    Result,
-    calibration_pairs,
-)
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result, calibration_pairs
 from rewardlab.benchmarks.records import read_record_files, text_field
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score
 
 Aggregate = Literal["value", "min", "last", "product"]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Sample, Score, Text
 
 #: The `Sample.fields` key that groups the candidates of one item, read by pairwise and
@@ -34,11 +35,6 @@ def calibration_pairs(right: Iterable[float], wrong: Iterable[float]) -> list[tu
     reliability curve of unbounded scores means nothing."""
     pairs = [(value, True) for value in right] + [(value, False) for value in wrong]
     return pairs if all(0.0 <= value <= 1.0 for value, _ in pairs) else []
-
-
-class DataFormatError(ValueError):
-    """A benchmark file is not in the expected format; the message names the file, the record
-    and the missing or malformed field."""
 
 
 def candidate_id(item_id: str, index: int) -> str:

@@ -28,8 +28,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardlab.benchmarks.items import Benchmark, DataFormatError, Item, ItemScores, Result
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result
 from rewardlab.benchmarks.records import read_records, text_field
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 
 Verdict = Literal["A>B", "B>A", "tie"]

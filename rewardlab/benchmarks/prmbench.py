@@ -45,15 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardlab.benchmarks.items import (
-    Benchmark,
-    DataFormatError,
-    Item,
-    ItemScores,
-    Result,
-    calibration_pairs,
-)
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result, calibration_pairs
 from rewardlab.benchmarks.records import read_record_files, shown, text_field, texts_field
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score
 
 #: The category whose records also bring the original, correct process (the reference's

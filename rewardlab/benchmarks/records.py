@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardlab.benchmarks.items import DataFormatError, Item
+from rewardlab.benchmarks.items import Item
+from rewardlab.errors import DataFormatError
 from rewardlab.optional import require
 from rewardlab.rewards.contract import Text
 

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rewardlab.benchmarks.items import Benchmark
+from rewardlab.errors import BenchmarkError
 
 #: name -> "module:Class".
 BENCHMARKS = {
@@ -15,17 +16,13 @@ BENCHMARKS = {
     "rewardbench2": "rewardlab.benchmarks.rewardbench2:RewardBench2",
     "rmbench": "rewardlab.benchmarks.rmbench:RMBench",
     "judgebench": "rewardlab.benchmarks.judgebench:JudgeBench",
-    "processbench": "rewardlab.benchmarks.processbench_data:ProcessBench",
+    "processbench": "rewardlab.benchmarks.processbench:ProcessBench",
     "prmbench": "rewardlab.benchmarks.prmbench:PRMBench",
     "best_of_n": "rewardlab.benchmarks.best_of_n:BestOfN",
     "arithmetic-pairs": "rewardlab.benchmarks.suites:ArithmeticPairs",
     "arithmetic-steps": "rewardlab.benchmarks.suites:ArithmeticSteps",
     "arithmetic-bon": "rewardlab.benchmarks.suites:ArithmeticBestOfN",
 }
-
-
-class BenchmarkError(ValueError):
-    """An unknown benchmark name, or options its class does not take."""
 
 
 def benchmark_class(name: str) -> type[Benchmark]:

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardlab.benchmarks.items import Benchmark, DataFormatError, Item, ItemScores, Result, candidate_values
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result, candidate_values
 from rewardlab.benchmarks.records import (
     Record,
     prompt_field,
@@ -43,6 +43,7 @@ from rewardlab.benchmarks.records import (
     text_field,
     unique_items,
 )
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score
 
 #: ``rewardbench/constants.py``'s weights. They are the reference's exactly, including its

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardlab.benchmarks.items import Benchmark, DataFormatError, Item, ItemScores, Result, candidate_values
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result, candidate_values
 from rewardlab.benchmarks.records import (
     Record,
     prompt_field,
@@ -45,6 +45,7 @@ from rewardlab.benchmarks.records import (
     texts_field,
     unique_items,
 )
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 
 #: The subset scored by `ties_figures` (compared case-insensitively, as ``run_v2.py`` does).

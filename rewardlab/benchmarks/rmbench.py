@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardlab.benchmarks.items import Benchmark, DataFormatError, Item, ItemScores, Result, candidate_values
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result, candidate_values
 from rewardlab.benchmarks.records import (
     Record,
     prompt_field,
@@ -41,6 +41,7 @@ from rewardlab.benchmarks.records import (
     texts_field,
     unique_items,
 )
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score
 
 #: The response styles, in the order of the ``chosen`` and ``rejected`` lists.

@@ -15,9 +15,10 @@ import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from rewardlab.benchmarks.items import Benchmark, DataFormatError, Item, ItemScores, Result
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result
 from rewardlab.benchmarks.report import write_report
 from rewardlab.benchmarks.score_files import read_score_file
+from rewardlab.errors import DataFormatError
 from rewardlab.offline.rows import Row, RowSource
 from rewardlab.offline.runner import RunOptions, ascore_rows
 from rewardlab.offline.summary import Summary

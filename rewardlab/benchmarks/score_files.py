@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rewardlab.benchmarks.items import DataFormatError, split_candidate_id
+from rewardlab.benchmarks.items import split_candidate_id
 from rewardlab.benchmarks.records import read_jsonl
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 
 

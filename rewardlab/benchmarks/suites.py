@@ -9,7 +9,7 @@ line and ending ``The answer is N.``), so every label is known by construction:
   as RewardBench v1 scores pairs (`rewardlab.benchmarks.rewardbench`: won only when the correct
   one scores strictly higher); subsets are the corruption's kind (``arithmetic``, ``copy``).
 - ``arithmetic-steps``: one solution per problem, half with an injected first error, scored by
-  ProcessBench's metric (`rewardlab.benchmarks.processbench_data`). It has two subsets: the
+  ProcessBench's metric (`rewardlab.benchmarks.processbench`). It has two subsets: the
   threshold is chosen on ``validation`` and the figures are reported on ``test`` only, so a
   chosen threshold never flatters the scorer.
 - ``arithmetic-bon``: eight solutions per problem, each correct with a probability drawn per
@@ -41,10 +41,11 @@ from typing import Any, NoReturn
 
 from rewardlab.benchmarks.arithmetic import ERROR_KINDS, SteppedSolution, arithmetic_solutions, corrupt
 from rewardlab.benchmarks.best_of_n import Aggregate, BestOfN
-from rewardlab.benchmarks.items import Benchmark, DataFormatError, Item, ItemScores, Result
-from rewardlab.benchmarks.processbench_data import evaluate_first_errors
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result
+from rewardlab.benchmarks.processbench import evaluate_first_errors
 from rewardlab.benchmarks.records import Record, read_jsonl, shown
 from rewardlab.benchmarks.rewardbench import RewardBench
+from rewardlab.errors import DataFormatError
 
 #: Candidates per best-of-N problem.
 BON_CANDIDATES = 8

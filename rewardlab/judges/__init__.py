@@ -1,7 +1,21 @@
-"""LLM judges: pointwise, pairwise, listwise and reference-scaffolded (ExpRL) judges, each a
-`Reward`, over one async backend interface (a local transformers model, any OpenAI-compatible
-server, or any provider through litellm), with a persistent cache, retries, deadlines and a
-circuit breaker in `client.JudgeClient`, and ``rewardlab serve-model`` to serve a local model.
-
-Modules import their heavy dependencies (torch, litellm, the HTTP clients) only when used.
+"""LLM judges, each a `Reward`: `PointwiseJudge`, `PairwiseJudge` (both orders), `ListwiseJudge`
+and `ReferenceScaffoldedJudge` (ExpRL), on the `Judge` base (`judge`), their prompts and
+templates (`prompts`, ``templates/``) and verdict reading that refuses verdicts planted in the
+judged text (`verdicts`). Model calls go through `rewardlab.llm`.
 """
+
+from rewardlab.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "Judge": "rewardlab.judges.judge",
+    "PointwiseJudge": "rewardlab.judges.pointwise",
+    "PairwiseJudge": "rewardlab.judges.pairwise",
+    "ListwiseJudge": "rewardlab.judges.listwise",
+    "ReferenceScaffoldedJudge": "rewardlab.judges.scaffolded",
+    "JudgePrompt": "rewardlab.judges.prompts",
+    "LabelSet": "rewardlab.judges.verdicts",
+    "read_label": "rewardlab.judges.verdicts",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

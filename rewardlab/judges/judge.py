@@ -1,4 +1,4 @@
-"""What every LLM judge shares: a backend behind a `JudgeClient`, a prompt template, how the
+"""What every LLM judge shares: a backend behind a `ModelClient`, a prompt template, how the
 verdict is asked for and read, and how a failed call or an unreadable verdict becomes a `Score`.
 
 How a verdict is asked for depends on what the backend can do:
@@ -16,7 +16,7 @@ How a verdict is asked for depends on what the backend can do:
   read strictly; otherwise the tolerant reader in `verdicts.py` applies. Either way the reader's
   policy holds (one verdict, the judge's own, never one the fenced texts state).
 
-Answers are cached only when a verdict was read from them (`JudgeClient`'s ``keep``): a
+Answers are cached only when a verdict was read from them (`ModelClient`'s ``keep``): a
 ``parse_error`` - an answer cut off at ``max_tokens``, one quoting the completion's verdict - is
 asked again next time rather than replayed. Every judge score lists the cache keys of the answers
 it was made from in ``details["cache_keys"]``, for `AnswerCache.purge`.
@@ -32,13 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardlab.judges.backend import Backend, ChatRequest, ChatResponse
-from rewardlab.judges.backends import make_backend
-from rewardlab.judges.client import ClientOptions, Completion, JudgeClient
-from rewardlab.judges.fence import Fence
+from rewardlab.errors import InvalidInput, VerdictError
 from rewardlab.judges.prompts import JudgePrompt, transcript
-from rewardlab.judges.verdicts import LabelSet, Verdict, VerdictError, label_probabilities, read_label
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, Usage, message_text
+from rewardlab.judges.verdicts import LabelSet, Verdict, label_probabilities, read_label
+from rewardlab.llm.backend import Backend, ChatRequest, ChatResponse
+from rewardlab.llm.backends import make_backend
+from rewardlab.llm.client import ClientOptions, Completion, ModelClient
+from rewardlab.llm.fence import Fence
+from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage, message_text
 from rewardlab.rewards.details import clipped
 
 Reasoning = bool | Literal["auto"]
@@ -135,7 +136,7 @@ class Judge(Reward):
 
     Args:
         backend: Which model answers: a config mapping (``{"type": "openai", ...}``, see
-            `rewardlab.judges.backends`), a `Backend`, or None for the embedded SmolLM2.
+            `rewardlab.llm.backends`), a `Backend`, or None for the embedded SmolLM2.
         client: Concurrency, retries, deadline, circuit breaker and cache (`ClientOptions` or
             a mapping of its fields).
         template: A template file of one's own, replacing the judge's built-in one.
@@ -175,7 +176,7 @@ class Judge(Reward):
     ):
         self.backend = make_backend(backend)
         options = client if isinstance(client, ClientOptions) else ClientOptions(**(client or {}))
-        self.client = JudgeClient(self.backend, options)
+        self.client = ModelClient(self.backend, options)
         self.template_dir = template_dir
         self.prompt = JudgePrompt(template or self.default_template, template_dir, self.template_package)
         if reasoning not in (True, False, "auto"):
@@ -203,7 +204,7 @@ class Judge(Reward):
         """Another of this judge's templates (a user's ``template_dir`` still comes first)."""
         return JudgePrompt(name, self.template_dir, self.template_package)
 
-    def clients(self) -> list[JudgeClient]:
+    def clients(self) -> list[ModelClient]:
         """Every client this judge calls (a judge with a second model adds its own)."""
         return [self.client]
 
@@ -301,7 +302,7 @@ class Judge(Reward):
         read: Callable[[str, Collection[Fence]], list[Any]],
         *,
         prompt: JudgePrompt | None = None,
-        client: JudgeClient | None = None,
+        client: ModelClient | None = None,
     ) -> ListJudgement:
         """Call the judge for a list verdict, read by ``read(answer, fences)`` (which raises
         `VerdictError`). The judge always writes these out (a list cannot be a guided choice), so
@@ -326,7 +327,7 @@ class Judge(Reward):
         values: Mapping[str, Any],
         prompt: JudgePrompt,
         max_tokens: int,
-        client: JudgeClient | None = None,
+        client: ModelClient | None = None,
     ) -> Completion:
         """A free-text answer (no verdict), e.g. a grading scaffold; from another model's
         ``client`` if given."""
@@ -434,12 +435,6 @@ def minimum_score(
 ) -> Score:
     """The score of a trivial completion."""
     return Score(value=value, reason=reason, details={"judge": "skipped"})
-
-
-def group_key(sample: Sample, prompt: str, group_field: str) -> tuple[str, str]:
-    """Which group a sample belongs to: its ``group_field``, or else its prompt."""
-    value = sample.fields.get(group_field)
-    return ("field", str(value)) if value is not None else ("prompt", prompt)
 
 
 def scored(scores: list[Score | None]) -> list[Score]:

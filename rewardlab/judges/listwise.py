@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from rewardlab.judges.judge import Judge, cache_keys, group_key, scored
+from rewardlab.judges.judge import Judge, cache_keys, scored
 from rewardlab.judges.verdicts import LabelSet, read_number_list
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
 
@@ -88,7 +88,7 @@ class ListwiseJudge(Judge):
         groups: dict[Any, list[tuple[int, str, str]]] = defaultdict(list)
         minimum = 0.0 if self.normalize or self.mode == "best" else float(self.low)
         for index, (prompt, completion) in self.readable(samples, scores, minimum).items():
-            groups[group_key(samples[index], prompt, self.group_field)].append((index, prompt, completion))
+            groups[samples[index].group_key(self.group_field)].append((index, prompt, completion))
         await asyncio.gather(*(self._judge_group(samples, members, scores) for members in groups.values()))
         return scored(scores)
 

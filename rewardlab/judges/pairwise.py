@@ -156,7 +156,7 @@ class PairwiseJudge(Judge):
     ) -> None:
         groups: dict[Any, list[int]] = defaultdict(list)
         for index in texts:
-            groups[self._group_key(samples[index], texts[index][0])].append(index)
+            groups[samples[index].group_key(self.group_field)].append(index)
         pairs = {pair for members in groups.values() for pair in self._pairs(members)}
         ordered = sorted(pairs)
         results = await asyncio.gather(
@@ -200,10 +200,6 @@ class PairwiseJudge(Judge):
             if size % 2 and self.max_opponents == 1:
                 pairs.add((min(members[0], members[-1]), max(members[0], members[-1])))
         return sorted(pairs)
-
-    def _group_key(self, sample: Sample, prompt: str) -> Any:
-        value = sample.fields.get(self.group_field)
-        return ("field", str(value)) if value is not None else ("prompt", prompt)
 
     def _reference(self, sample: Sample) -> str | None:
         return sample.reference if self.use_reference else None

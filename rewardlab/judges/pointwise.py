@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from rewardlab.errors import InvalidInput
 from rewardlab.judges.judge import (
     Judge,
     completion_for_judge,
@@ -16,7 +17,7 @@ from rewardlab.judges.judge import (
     reference_for_judge,
 )
 from rewardlab.judges.verdicts import LabelSet
-from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status
+from rewardlab.rewards.contract import Sample, Score, Status
 
 YES_NO = "yes_no"
 DEFAULT_QUESTION = "Is the response correct, and does it fully answer the request?"

@@ -22,8 +22,9 @@ from typing import Any
 
 import jinja2
 
-from rewardlab.judges.fence import Fence, fence
-from rewardlab.rewards.contract import InvalidInput, message_text
+from rewardlab.errors import InvalidInput
+from rewardlab.llm.fence import Fence, fence
+from rewardlab.rewards.contract import message_text
 
 
 class JudgePrompt:

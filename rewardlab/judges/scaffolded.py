@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardlab.judges.client import Completion
+from rewardlab.errors import InvalidInput
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
@@ -46,7 +46,8 @@ from rewardlab.judges.judge import (
     scored,
 )
 from rewardlab.judges.verdicts import LabelSet, read_label_list
-from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status, Usage
+from rewardlab.llm.client import Completion
+from rewardlab.rewards.contract import Sample, Score, Status, Usage
 from rewardlab.rewards.steps import Aggregate, aggregate_steps, process_advantages, split_segments
 
 DEFAULT_STEP_LABELS = {"progress": 1.0, "neutral": 0.0, "error": -1.0}
@@ -314,10 +315,7 @@ class ReferenceScaffoldedJudge(Judge):
         for task in tasks:
             score = scores[task.index]
             if score is not None and score.ok and score.steps:
-                field = samples[task.index].fields.get(self.group_field)
-                groups[("field", str(field)) if field is not None else ("prompt", task.prompt)].append(
-                    task.index
-                )
+                groups[samples[task.index].group_key(self.group_field)].append(task.index)
         for members in groups.values():
             if len(members) < 2:
                 continue

@@ -61,16 +61,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardlab.judges.backend import ChatResponse
-from rewardlab.judges.fence import Fence, UnclosedFence, blank_fenced
+from rewardlab.errors import UnclosedFence, VerdictError
+from rewardlab.llm.backend import ChatResponse
+from rewardlab.llm.fence import Fence, blank_fenced
 from rewardlab.rewards.visible_text import as_seen
 
 #: Words that introduce a verdict in free text ("Score: 7", "Winner = A", "Verdict: yes").
 VERDICT_WORDS = ("score", "rating", "grade", "verdict", "winner", "label", "best", "decision")
-
-
-class VerdictError(ValueError):
-    """The judge's answer holds no valid verdict; the message says what was missing or wrong."""
 
 
 @dataclass(frozen=True, slots=True)

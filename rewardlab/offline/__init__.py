@@ -5,8 +5,9 @@ runs a reward over them in concurrent batches, appending records as batches fini
 run can resume by id; `Summary` counts statuses and averages values and breakdown components.
 """
 
-from rewardlab.offline.rows import Columns, InputError, Row, RowError, RowSource, open_rows
-from rewardlab.offline.runner import OutputError, RunOptions, ascore_rows, score_file
+from rewardlab.errors import InputError, OutputError
+from rewardlab.offline.rows import Columns, Row, RowError, RowSource, open_rows
+from rewardlab.offline.runner import RunOptions, ascore_rows, score_file
 from rewardlab.offline.summary import Summary, summary_path
 
 __all__ = [

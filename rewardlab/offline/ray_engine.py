@@ -45,7 +45,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardlab.cli_options import import_modules, positive_int
+from rewardlab.arguments import import_modules, positive_int
+from rewardlab.errors import RayEngineError
 from rewardlab.offline.rows import RowSource
 from rewardlab.offline.runner import RunOptions, batches, open_output, record_lines, score_batch
 from rewardlab.offline.summary import Summary
@@ -79,10 +80,6 @@ class BatchScorer:
         reward = getattr(self, "reward", None)
         if reward is not None:
             reward.close()
-
-
-class RayEngineError(ValueError):
-    """The Ray engine cannot run as asked (an address it cannot use); a usage error."""
 
 
 _CLIENT_UNSUPPORTED = (

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rewardlab.errors import InputError
 from rewardlab.optional import require
 from rewardlab.rewards.contract import REFERENCE_COLUMNS, Sample, Text
 
@@ -33,10 +34,6 @@ _SUFFIX_FORMATS: dict[str, Format] = {
 # Parquet and datasets are read in record batches of this many rows: large enough to amortise
 # Arrow's conversion, small enough to keep memory flat.
 _READ_BATCH_ROWS = 1024
-
-
-class InputError(ValueError):
-    """The input cannot be read at all (missing, unknown format, absent columns): a usage error."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,14 +32,11 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from rewardlab.errors import OutputError
 from rewardlab.offline.rows import Columns, Format, Row, RowError, RowSource, open_rows
 from rewardlab.offline.summary import Summary, summary_path
 from rewardlab.rewards.contract import Reward, Score, Status, check_batch
 from rewardlab.rewards.progress import listening
-
-
-class OutputError(ValueError):
-    """The output cannot be written as asked: it exists without resume/overwrite, or is corrupt."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from rewardlab.judges.backend import Backend, ChatRequest
-from rewardlab.judges.backends import make_backend
-from rewardlab.judges.client import ClientOptions, JudgeClient
+from rewardlab.errors import RewardlabError
+from rewardlab.llm.backend import Backend, ChatRequest
+from rewardlab.llm.backends import make_backend
+from rewardlab.llm.client import ClientOptions, ModelClient
 from rewardlab.prm.models import EMBEDDED, LoadedModel, load_model, model_lock
 from rewardlab.rewards.contract import Status, Text, Usage, message_text
 
@@ -57,7 +58,7 @@ class Continuation:
     usage: Usage = field(default_factory=Usage)
 
 
-class ContinuationError(Exception):
+class ContinuationError(RewardlabError):
     """The policy could not continue: the status to report and the usage spent before it failed."""
 
     def __init__(self, status: Status, reason: str, usage: Usage):
@@ -207,7 +208,7 @@ class LocalContinuer:
 
 class BackendContinuer:
     """Continuations from a judge-layer backend (see the module docstring): ``n`` requests,
-    each with its own seed, sent at once through a `JudgeClient` (caching, retries, deadlines).
+    each with its own seed, sent at once through a `ModelClient` (caching, retries, deadlines).
     The backend must be able to continue an assistant message (its ``continue_final``).
 
     Args:
@@ -231,7 +232,7 @@ class BackendContinuer:
         seed: int = 0,
     ):
         options = client if isinstance(client, ClientOptions) else ClientOptions(**(client or {}))
-        self.client = JudgeClient(make_backend(backend), options)
+        self.client = ModelClient(make_backend(backend), options)
         if self.client.backend.continue_final is None:
             raise ValueError(
                 f"continuer: {self.client.backend.name} cannot continue an assistant message "

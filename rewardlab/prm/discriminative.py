@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rewardlab.errors import FormatError, InvalidInput
 from rewardlab.prm.batching import check_max_padding, length_batches
-from rewardlab.prm.formats import FAMILIES, FormatError, PRMFormat, PRMInput
+from rewardlab.prm.formats import FAMILIES, PRMFormat, PRMInput
 from rewardlab.prm.models import LoadedModel, has_custom_code, load_model, load_value_head, model_lock
 from rewardlab.prm.trajectory import StepOptions, step_texts
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, message_text
+from rewardlab.rewards.contract import Reward, Sample, Score, Status, message_text
 from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
 
 MODEL_KINDS = {

@@ -21,13 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rewardlab.errors import FormatError
+
 Family = Literal["qwen_prm", "math_shepherd", "skywork", "token_classification"]
 FAMILIES: tuple[str, ...] = ("qwen_prm", "math_shepherd", "skywork", "token_classification")
 QWEN_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
-
-
-class FormatError(ValueError):
-    """A tokenizer that cannot express the family's layout (a marker that is not one token)."""
 
 
 @dataclass(frozen=True, slots=True)

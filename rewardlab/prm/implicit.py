@@ -30,10 +30,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from rewardlab.errors import InvalidInput
 from rewardlab.prm.logprobs import ScoringBudget, TokenLogprobScorer, positive_number
 from rewardlab.prm.models import EMBEDDED, LoadedModel, check_same_tokenizer, load_model
 from rewardlab.prm.trajectory import StepOptions, TokenizedTrajectory, tokenize_sample
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
+from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
 
 ModelSpec = str | Path | LoadedModel

@@ -74,7 +74,7 @@ def model_folder(spec: str | Path) -> Path:
     """The local folder ``spec`` names: ``embedded``, a folder, or a GGUF file (converted once
     to a folder transformers loads); a `FileNotFoundError` otherwise - never a hub download."""
     if str(spec) == EMBEDDED:
-        from rewardlab.judges.default_model import default_model_path
+        from rewardlab.llm.default_model import default_model_path
 
         spec = default_model_path()
     path = Path(spec).expanduser()
@@ -83,7 +83,7 @@ def model_folder(spec: str | Path) -> Path:
             f"model {spec}: no such folder or file (models load from local paths; the hub is not used)"
         )
     if path.suffix == ".gguf":
-        from rewardlab.judges.gguf_conversion import converted_folder
+        from rewardlab.llm.gguf_conversion import converted_folder
 
         return converted_folder(path.resolve())
     return path.resolve()

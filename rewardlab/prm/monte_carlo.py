@@ -21,9 +21,10 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rewardlab.errors import InvalidInput
 from rewardlab.prm.continuers import Continuation, ContinuationError, Continuer, checked, continuer_from
 from rewardlab.prm.trajectory import StepOptions, text_step_spans
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status, Usage, message_text
+from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage, message_text
 from rewardlab.rewards.registry import build
 from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
 

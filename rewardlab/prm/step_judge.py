@@ -21,10 +21,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from rewardlab.errors import InvalidInput
 from rewardlab.judges.judge import Judge, scored
 from rewardlab.judges.verdicts import LabelSet, read_label_list
 from rewardlab.prm.trajectory import StepOptions, step_texts
-from rewardlab.rewards.contract import InvalidInput, Sample, Score, Status, Usage
+from rewardlab.rewards.contract import Sample, Score, Status, Usage
 from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
 
 STEP_LABELS = LabelSet(["correct", "incorrect"])

@@ -28,8 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from rewardlab.prm.splitting import How, StepSplitError, given_spans, message_spans, split_steps, token_steps
-from rewardlab.rewards.contract import InvalidInput, Sample, message_text
+from rewardlab.errors import InvalidInput, StepSplitError
+from rewardlab.rewards.contract import Sample, message_text
+from rewardlab.rewards.step_splitting import How, given_spans, message_spans, split_steps, token_steps
 
 
 @dataclass(frozen=True, slots=True)

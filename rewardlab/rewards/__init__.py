@@ -1,1 +1,45 @@
-"""The reward contract, composition, the registry, rule verifiers and the TRL adapter."""
+"""The lowest layer: the reward contract, composition, the registry, and the rule verifiers.
+
+- The contract: `Sample`, `Score`, `Status`, `Usage`, `Reward` (`contract`); `RuleReward`, the base
+  of per-sample checks run in killable workers (`rule`).
+- Composition and configuration: `Combine`, `Route` (`combine`); `build`, `register`,
+  `available` (`registry`).
+- Rule verifiers: `MathAnswerReward` (`math`), `CodeExecutionReward` (`code`), format, regex and
+  string checks (`format`), `JsonSchemaReward`, `InstructionFollowingReward`, length and
+  repetition shaping (`shaping`).
+- Steps: `split_steps` (`step_splitting`), `aggregate_steps` and `process_advantages` (`steps`).
+
+Names are imported on first use, so importing this package loads no verifier.
+"""
+
+from rewardlab.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "Sample": "rewardlab.rewards.contract",
+    "Score": "rewardlab.rewards.contract",
+    "Status": "rewardlab.rewards.contract",
+    "Usage": "rewardlab.rewards.contract",
+    "Reward": "rewardlab.rewards.contract",
+    "RuleReward": "rewardlab.rewards.rule",
+    "Combine": "rewardlab.rewards.combine",
+    "Route": "rewardlab.rewards.combine",
+    "build": "rewardlab.rewards.registry",
+    "register": "rewardlab.rewards.registry",
+    "available": "rewardlab.rewards.registry",
+    "MathAnswerReward": "rewardlab.rewards.math.reward",
+    "CodeExecutionReward": "rewardlab.rewards.code.reward",
+    "ThinkAnswerFormatReward": "rewardlab.rewards.format",
+    "RegexMatchReward": "rewardlab.rewards.format",
+    "StringMatchReward": "rewardlab.rewards.format",
+    "JsonSchemaReward": "rewardlab.rewards.json_schema",
+    "InstructionFollowingReward": "rewardlab.rewards.instructions",
+    "SoftOverlongPunishment": "rewardlab.rewards.shaping",
+    "RepetitionPenalty": "rewardlab.rewards.shaping",
+    "LengthReward": "rewardlab.rewards.shaping",
+    "split_steps": "rewardlab.rewards.step_splitting",
+    "aggregate_steps": "rewardlab.rewards.steps",
+    "process_advantages": "rewardlab.rewards.steps",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from rewardlab.errors import ConfigError
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage, check_batch
 from rewardlab.rewards.progress import report_done
-from rewardlab.rewards.registry import ConfigError, build
+from rewardlab.rewards.registry import build
 
 
 def _prefixed(name: str, breakdown: Mapping[str, float]) -> dict[str, float]:

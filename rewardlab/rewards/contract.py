@@ -10,11 +10,14 @@ from __future__ import annotations
 import abc
 import asyncio
 import concurrent.futures
+import json
 import math
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
+
+from rewardlab.errors import InvalidInput
 
 Message = Mapping[str, Any]
 T = TypeVar("T")
@@ -35,17 +38,6 @@ class Status(StrEnum):
     PARSE_ERROR = "parse_error"
     BACKEND_ERROR = "backend_error"
     ERROR = "error"
-
-
-class InvalidInput(ValueError):
-    """Raised inside a reward when a sample lacks what it needs; becomes status ``invalid_input``.
-
-    The message names the field, so that a user with a million-row file can find the culprit.
-    """
-
-    def __init__(self, field_name: str, message: str):
-        self.field_name = field_name
-        super().__init__(f"{field_name}: {message}")
 
 
 @dataclass(slots=True)
@@ -165,6 +157,18 @@ class Sample:
         if self.id is not None:
             return f"sample {self.id!r}"
         return f"sample #{index}" if index is not None else "sample"
+
+    def group_key(self, field: str = "group_id") -> tuple[str, str]:
+        """Which group this sample belongs to, for rewards that score the completions of one prompt
+        together (pairwise, listwise and self-proposed judges, group length shaping, step
+        advantages): ``fields[field]`` when set, else its prompt - the same text, or the same
+        messages, is the same group."""
+        value = self.fields.get(field)
+        if value is not None:
+            return "field", str(value)
+        if isinstance(self.prompt, str):
+            return "prompt", self.prompt
+        return "prompt", json.dumps([dict(message) for message in self.prompt], sort_keys=True, default=str)
 
 
 @dataclass(slots=True)

@@ -11,8 +11,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion, Region
-from rewardlab.rewards.contract import InvalidInput, Sample, Score
+from rewardlab.rewards.contract import Sample, Score
 from rewardlab.rewards.details import clipped
 from rewardlab.rewards.math.extract import bare_answer, extract_answer, offers_another
 from rewardlab.rewards.math.spans import boxes

@@ -34,8 +34,9 @@ import nltk
 from if_verifiable.common import evaluate_instructions
 from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
+from rewardlab.errors import InvalidInput, MissingDependency
 from rewardlab.rewards.answer_region import AnswerRegion
-from rewardlab.rewards.contract import InvalidInput, Sample, Score
+from rewardlab.rewards.contract import Sample, Score
 from rewardlab.rewards.instruction_checkers import install as install_linear_checkers
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
@@ -116,10 +117,6 @@ def _make_if_verifiable_offline() -> dict[str, Mapping[str, type]]:
 
 
 _REGISTRIES = _make_if_verifiable_offline()
-
-
-class MissingNltkData(RuntimeError):
-    """An instruction's checker needs NLTK data that is not installed on this machine."""
 
 
 def _missing_nltk_resource(error: LookupError) -> str:
@@ -308,7 +305,7 @@ class InstructionFollowingReward(RuleReward):
             results, _ = evaluate_instructions(completion, [instruction_id], [kwargs], prompt, self._registry)
         except LookupError as error:
             resource = _missing_nltk_resource(error)
-            raise MissingNltkData(
+            raise MissingDependency(
                 f"{instruction_id} needs NLTK data {resource!r}, which is not installed "
                 f"(python -m nltk.downloader {resource})"
             ) from None

@@ -38,7 +38,8 @@ from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
-from rewardlab.rewards.contract import InvalidInput, Sample, Score
+from rewardlab.errors import InvalidInput
+from rewardlab.rewards.contract import Sample, Score
 from rewardlab.rewards.details import clipped
 from rewardlab.rewards.fences import fenced_blocks
 from rewardlab.rewards.markup import without_comments, without_hidden_html, without_unrendered

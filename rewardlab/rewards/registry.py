@@ -23,7 +23,8 @@ from typing import Any
 
 import yaml
 
-from rewardlab.optional import MissingDependency, missing_dependency
+from rewardlab.errors import ConfigError, MissingDependency
+from rewardlab.optional import missing_dependency
 from rewardlab.rewards.contract import Reward
 
 BUILTIN_REWARDS: dict[str, str] = {
@@ -54,14 +55,6 @@ BUILTIN_REWARDS: dict[str, str] = {
 }
 
 _user_rewards: dict[str, type[Reward]] = {}
-
-
-class ConfigError(ValueError):
-    """A reward config that cannot be built; the message gives the path to the bad entry."""
-
-    def __init__(self, path: str, message: str):
-        self.path = path
-        super().__init__(f"{path or '<config>'}: {message}")
 
 
 def register(short_name: str) -> Callable[[type[Reward]], type[Reward]]:

@@ -18,8 +18,9 @@ import abc
 from collections.abc import Sequence
 from typing import Any
 
+from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import DEFAULT_REGION, AnswerRegion, Region
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
+from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.rewards.process_pool import preload_in_workers
 from rewardlab.rewards.sample_workers import (
     DEFAULT_SAMPLE_BUDGET_S,

@@ -8,13 +8,13 @@ length rewards (a target length, a hard cap, and Kimi k1.5's group-relative leng
 from __future__ import annotations
 
 import inspect
-import json
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
 
+from rewardlab.errors import InvalidInput
 from rewardlab.rewards.combine import scores_or_failures
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
+from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.rewards.registry import build, construct
 from rewardlab.rewards.rule import RuleReward
 
@@ -340,18 +340,13 @@ class LengthReward(RuleReward):
             return await super().ascore(samples)
         groups: dict[tuple[str, str], list[int]] = defaultdict(list)
         for index, sample in enumerate(samples):
-            groups[self._group_key(sample)].append(index)
+            groups[sample.group_key(self.group_field)].append(index)
         checks = None if self.correctness is None else await scores_or_failures(self.correctness, samples)
         scores: list[Score | None] = [None] * len(samples)
         for members in groups.values():
             for index, score in self._score_group(samples, members, checks).items():
                 scores[index] = score
         return scores  # type: ignore[return-value]  # every index belongs to exactly one group
-
-    def _group_key(self, sample: Sample) -> tuple[str, str]:
-        if sample.fields.get(self.group_field) is not None:
-            return "group", str(sample.fields[self.group_field])
-        return "prompt", json.dumps(sample.prompt, sort_keys=True, default=str)
 
     def _score_group(
         self, samples: Sequence[Sample], members: list[int], checks: list[Score] | None

@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Literal
 
+from rewardlab.rewards.step_splitting import split_steps
+
 Aggregate = Literal["min", "last", "mean", "sum", "product", "max", "bottom_10"]
 AGGREGATES: tuple[str, ...] = ("min", "last", "mean", "sum", "product", "max", "bottom_10")
 
@@ -45,8 +47,6 @@ def split_segments(text: str, max_segments: int = 12) -> list[tuple[int, int]]:
     """Character spans of the segments (steps) of ``text`` for a judge: paragraphs (a single
     paragraph is split at line breaks), the shortest adjacent pair merged while there are more
     than ``max_segments``. An empty text is one empty segment, so it still gets a verdict."""
-    from rewardlab.prm.splitting import split_steps
-
     if max_segments < 1:
         raise ValueError("max_segments must be at least 1")
     return split_steps(text, "paragraphs", max_steps=max_segments) or [(0, len(text))]

@@ -20,7 +20,8 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from rewardlab.rubrics.model import Rubric, RubricError
+from rewardlab.errors import RubricError
+from rewardlab.rubrics.model import Rubric
 
 Aggregation = Literal["points", "weighted_sum", "all_or_nothing", "fraction"]
 AGGREGATIONS: tuple[str, ...] = ("points", "weighted_sum", "all_or_nothing", "fraction")

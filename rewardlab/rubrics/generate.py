@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Literal
 
-from rewardlab.judges.fence import Fence, blank_fenced
+from rewardlab.errors import RubricError, VerdictError
 from rewardlab.judges.judge import Judge, ListJudgement
-from rewardlab.judges.verdicts import VerdictError, json_objects
-from rewardlab.rubrics.model import CATEGORY_WEIGHTS, Criterion, RubricError
+from rewardlab.judges.verdicts import json_objects
+from rewardlab.llm.fence import Fence, blank_fenced
+from rewardlab.rubrics.model import CATEGORY_WEIGHTS, Criterion
 
 Source = Literal["reference", "task"]
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from rewardlab.errors import RubricError, VerdictError
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
@@ -40,12 +41,12 @@ from rewardlab.judges.judge import (
     graded_score,
     scored,
 )
-from rewardlab.judges.verdicts import LabelSet, VerdictError, read_label_list
+from rewardlab.judges.verdicts import LabelSet, read_label_list
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
 from rewardlab.rewards.details import clipped
 from rewardlab.rubrics.aggregate import AGGREGATIONS, Aggregation, aggregate
 from rewardlab.rubrics.generate import Source, generate_criteria
-from rewardlab.rubrics.model import Criterion, Rubric, RubricError
+from rewardlab.rubrics.model import Criterion, Rubric
 from rewardlab.rubrics.store import RubricStore, prompt_key
 
 Mode = Literal["per_criterion", "one_call", "holistic"]

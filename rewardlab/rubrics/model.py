@@ -24,12 +24,10 @@ from typing import Any
 
 import yaml
 
+from rewardlab.errors import RubricError
+
 #: Default weights by category (Rubrics-as-Rewards' essential / important / optional / pitfall).
 CATEGORY_WEIGHTS = {"essential": 1.0, "important": 0.7, "optional": 0.3, "pitfall": -0.9}
-
-
-class RubricError(ValueError):
-    """A rubric that cannot be used; the message names the entry and field."""
 
 
 @dataclass(frozen=True, slots=True)

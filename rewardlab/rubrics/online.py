@@ -12,8 +12,8 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
+from rewardlab.errors import InputError
 from rewardlab.judges.judge import completion_for_judge, prompt_for_judge
-from rewardlab.offline.rows import InputError
 from rewardlab.rewards.contract import Sample, Score, run_sync
 from rewardlab.rubrics.elicit import PromptRollouts, RubricElicitor, StepReport
 from rewardlab.rubrics.grading import RubricReward

@@ -22,10 +22,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from rewardlab.judges.backend import Backend
-from rewardlab.judges.backends import make_backend
-from rewardlab.judges.client import JudgeClient
-from rewardlab.judges.judge import Judge, group_key, scored
+from rewardlab.judges.judge import Judge, scored
+from rewardlab.llm.backend import Backend
+from rewardlab.llm.backends import make_backend
+from rewardlab.llm.client import ModelClient
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
 from rewardlab.rewards.details import clipped
 from rewardlab.rubrics.generate import read_generated_criteria
@@ -70,7 +70,7 @@ class SelfProposedRubricReward(Judge):
             raise ValueError("min_group must be at least 2")
         super().__init__(**options)
         self.anchor_client = (
-            self.client if anchor is None else JudgeClient(make_backend(anchor), self.client.options)
+            self.client if anchor is None else ModelClient(make_backend(anchor), self.client.options)
         )
         grader_options = {
             key: value for key, value in options.items() if key not in ("name", "template", "backend")
@@ -92,14 +92,14 @@ class SelfProposedRubricReward(Judge):
         self.synthesis_max_tokens = synthesis_max_tokens
         self._math: Any = None
 
-    def clients(self) -> list[JudgeClient]:
+    def clients(self) -> list[ModelClient]:
         return super().clients() + ([self.anchor_client] if self.anchor_client is not self.client else [])
 
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
         groups: dict[Any, list[tuple[int, str, str]]] = defaultdict(list)
         for index, (prompt, completion) in self.readable(samples, scores, minimum=0.0).items():
-            groups[group_key(samples[index], prompt, self.group_field)].append((index, prompt, completion))
+            groups[samples[index].group_key(self.group_field)].append((index, prompt, completion))
         await asyncio.gather(*(self._group(samples, members, scores) for members in groups.values()))
         return scored(scores)
 

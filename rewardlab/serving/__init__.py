@@ -1,6 +1,17 @@
-"""Serving rewards over HTTP: ``rewardlab serve`` (`serve.serve`, `app.create_app`) and its client
-`remote.RemoteReward`.
-
-Modules are imported one by one (``from rewardlab.serving.remote import RemoteReward``), so that
-a client never imports the server's dependencies (FastAPI, uvicorn, prometheus-client).
+"""Serving rewards over HTTP: ``rewardlab serve`` (`serve`, `create_app`; the limits in
+`ServeOptions`) and its client `RemoteReward`. A client never imports the server's dependencies
+(FastAPI, uvicorn, prometheus-client): names are imported on first use.
 """
+
+from rewardlab.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "RemoteReward": "rewardlab.serving.remote",
+    "ServeOptions": "rewardlab.serving.limits",
+    "create_app": "rewardlab.serving.app",
+    "serve": "rewardlab.serving.serve",
+    "start_server": "rewardlab.serving.serve",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -6,7 +6,7 @@ Endpoints:
   ``{"scores": [{id, value, status, steps, breakdown, reason, usage, details}, ...], "reward",
   "latency_s"}``: one score per sample, in order, each with its sample's id.
 - ``POST /get_reward``: OpenRLHF's remote reward protocol (``--remote_rm_url``), see
-  `wire.GetRewardRequest` and `wire.get_reward_record`.
+  `rewardlab.integrations.openrlhf`.
 - ``GET /health``: the process answers (liveness). ``GET /ready``: the reward is built and warm
   (503 until then). ``GET /metrics``: Prometheus text (`metrics.ServerMetrics`).
 
@@ -50,6 +50,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+from rewardlab.errors import RequestError
+from rewardlab.integrations.openrlhf import get_reward_record, read_get_reward_request
 from rewardlab.optional import require
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.serving.limits import Admission, ReadingBudget, ServeOptions
@@ -57,9 +59,6 @@ from rewardlab.serving.metrics import ServerMetrics
 from rewardlab.serving.parsing import BodyParsers, Reader, parse_memory_limit
 from rewardlab.serving.scoring import WARMUP_SAMPLE, ScoringThread, Warmup, score_within
 from rewardlab.serving.wire import (
-    RequestError,
-    get_reward_record,
-    read_get_reward_request,
     read_score_request,
     render_json,
     score_record,

@@ -32,9 +32,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rewardlab.errors import RequestError
 from rewardlab.rewards.contract import Sample
 from rewardlab.rewards.process_pool import KillableProcessPool, LazyPool, WorkerCrashed
-from rewardlab.serving.wire import RequestError
 
 #: Bodies up to this size, holding at most `INLINE_VALUES` JSON values, are parsed on the event
 #: loop: 1024 short samples take 2 ms, as do 8,000 numbers or 4,000 empty objects (the dearest).
@@ -95,7 +95,7 @@ class BodyParsers:
             functools.partial(
                 KillableProcessPool,
                 WORKERS,
-                preload=("rewardlab.serving.wire",),
+                preload=("rewardlab.serving.wire", "rewardlab.integrations.openrlhf"),
                 memory_limit_bytes=memory_limit_bytes,
             )
         )

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rewardlab.judges.openai_format import retry_after_seconds
+from rewardlab.llm.openai_format import retry_after_seconds
 from rewardlab.optional import require
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.serving.wire import ScoreResponse, WireSample, describe, sample_record

@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rewardlab.cli_options import add_import_argument, import_modules
-from rewardlab.optional import MissingDependency, require
+from rewardlab.arguments import add_import_argument, import_modules
+from rewardlab.errors import MissingDependency
+from rewardlab.optional import require
 from rewardlab.rewards.contract import Reward
 from rewardlab.rewards.registry import build
 from rewardlab.serving.app import create_app

@@ -1,6 +1,5 @@
-"""The reward server's JSON, both ways: samples in and scores out for ``POST /score``, OpenRLHF's
-``query``/``prompts``/``labels`` in and ``rewards``/``scores``/``extra_logs`` out for
-``POST /get_reward``.
+"""The reward server's own JSON, both ways: samples in and scores out for ``POST /score``
+(OpenRLHF's ``POST /get_reward`` is `rewardlab.integrations.openrlhf`).
 
 Validation errors name the place in the request (``samples[3].completion``), so that a client
 with a thousand samples in a batch can find the culprit. A score on the wire carries every field
@@ -23,25 +22,14 @@ JSON-mode messages (``Input should be an object``) and its refusal of lone surro
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from rewardlab.errors import RequestError
+from rewardlab.request_body import clip_texts, describe, plain_json
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
-
-
-class RequestError(ValueError):
-    """A request that cannot be served as sent; ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-
-    def __reduce__(self) -> tuple[type[RequestError], tuple[int, str]]:
-        # Bodies are parsed in worker processes (`parsing`), which send a refusal back pickled.
-        return RequestError, (self.status, str(self))
 
 
 def _text_or_messages(value: Any) -> Any:
@@ -62,28 +50,6 @@ def _text_or_messages(value: Any) -> Any:
 
 
 Text = Annotated[Any, AfterValidator(_text_or_messages)]
-
-
-def _label(value: Any) -> Any:
-    """An OpenRLHF label is text, a number or null; it becomes the sample's reference as text.
-
-    A number is written as the number it is, not as Python spells a float: ``1.0`` is ``"1"``
-    (as ``"1.0"`` a completion answering 1 failed an exact match), ``0.5`` is ``"0.5"``. A
-    non-finite number (JSON has none, but Python's writers send ``NaN``) is refused: as a
-    reference it would be the word "nan".
-    """
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"must be a finite number, got {value}")
-        return str(int(value)) if value.is_integer() else repr(value)
-    raise ValueError(f"must be text, a number or null, got {type(value).__name__}")
-
-
-Label = Annotated[Any, AfterValidator(_label)]
 
 
 class WireSample(BaseModel):
@@ -176,20 +142,6 @@ class ScoreResponse(BaseModel):
     latency_s: float
 
 
-def clip_texts(value: Any, limit: int) -> Any:
-    """``value`` with every text in it (nested in lists and mappings too) cut to ``limit``
-    characters, saying how much was cut."""
-    if isinstance(value, str):
-        if len(value) <= limit:
-            return value
-        return f"{value[:limit]}… [{len(value) - limit} more characters clipped]"
-    if isinstance(value, Mapping):
-        return {key: clip_texts(item, limit) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [clip_texts(item, limit) for item in value]
-    return value
-
-
 def score_record(score: Score, sample_id: str | None, max_text_chars: int) -> dict[str, Any]:
     """A score as `WireScore` JSON, its ``reason`` and the texts in its ``details`` clipped to
     ``max_text_chars``."""
@@ -201,15 +153,6 @@ def score_record(score: Score, sample_id: str | None, max_text_chars: int) -> di
 
 def too_many(count: int, max_samples: int) -> RequestError:
     return RequestError(413, f"batch of {count} samples exceeds max_batch_size {max_samples}")
-
-
-def _plain(body: bytes) -> Any:
-    """The body as plain values, or None when it is not JSON (the full read then says why).
-    Decoded as UTF-8 first: given bytes, ``json`` would also guess UTF-16 and UTF-32."""
-    try:
-        return json.loads(body.decode("utf-8"))
-    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        return None
 
 
 def _values_within(value: Any, limit: int) -> bool:
@@ -246,120 +189,12 @@ def read_score_request(body: bytes, max_samples: int, max_field_values: int) -> 
     """The samples of a ``/score`` body; `RequestError` 413 for more than ``max_samples``, or a
     sample whose ``fields`` hold more than ``max_field_values`` JSON values (both before any
     sample is checked), 422 naming the sample and field otherwise."""
-    _count_samples(_plain(body), max_samples, max_field_values)
+    _count_samples(plain_json(body), max_samples, max_field_values)
     try:
         request = ScoreRequest.model_validate_json(body)
     except ValidationError as error:
         raise RequestError(422, describe(error)) from None
     return [sample.to_sample() for sample in request.samples]
-
-
-class GetRewardRequest(BaseModel):
-    """The body OpenRLHF's remote reward client sends (``openrlhf/utils/remote_rm_utils.py``):
-    ``query`` is each prompt followed by its response, as decoded by the policy's tokenizer with
-    special tokens kept; ``prompts`` the prompts alone; ``labels`` the dataset's ``--label_key``
-    column. Other keys (later OpenRLHF versions may add some) are ignored, as OpenRLHF's own
-    servers do."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    query: list[str]
-    prompts: list[str]
-    labels: list[Label] | None = None
-
-    def to_samples(self) -> list[Sample]:
-        """One sample per query: the completion is the query after its prompt, the reference the
-        label. A query that does not start with its prompt is refused: guessing where the
-        response starts would score the wrong text."""
-        count = len(self.query)
-        if len(self.prompts) != count:
-            raise RequestError(422, f"prompts has {len(self.prompts)} items but query has {count}")
-        if self.labels is not None and len(self.labels) != count:
-            raise RequestError(422, f"labels has {len(self.labels)} items but query has {count}")
-        samples = []
-        for index, (query, prompt) in enumerate(zip(self.query, self.prompts, strict=True)):
-            if not query.startswith(prompt):
-                raise RequestError(
-                    422,
-                    f"query[{index}] does not start with prompts[{index}] (they differ from character "
-                    f"{_first_difference(query, prompt)}); query must be the prompt followed by the response",
-                )
-            reference = None if self.labels is None else self.labels[index]
-            samples.append(Sample(prompt=prompt, completion=query[len(prompt) :], reference=reference))
-        return samples
-
-
-def _first_difference(first: str, second: str) -> int:
-    return next(
-        (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b),
-        min(len(first), len(second)),
-    )
-
-
-def _count_lists(plain: Any, max_samples: int) -> None:
-    """Refuse (413) a ``/get_reward`` body, read as plain values, with a list over the cap."""
-    for name in ("query", "prompts", "labels"):
-        items = plain.get(name) if isinstance(plain, dict) else None
-        if isinstance(items, list) and len(items) > max_samples:
-            raise RequestError(413, f"{name} has {len(items)} items: more than max_batch_size {max_samples}")
-
-
-def read_get_reward_request(body: bytes, max_samples: int) -> list[Sample]:
-    """The samples of a ``/get_reward`` body; `RequestError` 413 when ``query``, ``prompts`` or
-    ``labels`` has more than ``max_samples`` items (before any item is checked), 422 naming the
-    problem otherwise."""
-    _count_lists(_plain(body), max_samples)
-    try:
-        request = GetRewardRequest.model_validate_json(body)
-    except ValidationError as error:
-        raise RequestError(422, describe(error)) from None
-    return request.to_samples()
-
-
-def get_reward_record(
-    name: str, scores: Sequence[Score], failure_value: float, max_text_chars: int
-) -> dict[str, Any]:
-    """OpenRLHF's answer: ``rewards`` (advantages) and ``scores`` (dynamic filtering) both the
-    reward's values, and ``extra_logs`` of per-sample numbers that OpenRLHF concatenates and logs.
-
-    OpenRLHF needs a number for every sample, so a sample without a value (a failure, or not
-    applicable) gets ``failure_value`` - never silently: ``extra_logs["<name>/failed"]`` is 1.0
-    for it, and ``statuses`` and ``reasons`` (keys OpenRLHF ignores) say what happened. Breakdown
-    components are logged as ``<name>/<component>`` when every sample of the batch has them.
-    Reasons are clipped to ``max_text_chars``.
-    """
-    rewards = [score.value if score.ok else failure_value for score in scores]
-    extra_logs: dict[str, list[float]] = {f"{name}/failed": [0.0 if s.ok else 1.0 for s in scores]}
-    if scores:
-        shared = set.intersection(*(set(s.breakdown) for s in scores))
-        for component in sorted(shared):
-            values = [float(s.breakdown[component]) for s in scores]
-            if all(math.isfinite(v) for v in values):
-                extra_logs[f"{name}/{component}"] = values
-    return {
-        "rewards": rewards,
-        "scores": list(rewards),
-        "extra_logs": extra_logs,
-        "statuses": [score.status.value for score in scores],
-        "reasons": [clip_texts(score.reason, max_text_chars) for score in scores],
-    }
-
-
-def describe(error: ValidationError) -> str:
-    """A pydantic error as ``samples[3].completion: must be text ...; ...`` (one line)."""
-    problems = []
-    for item in error.errors(include_url=False):
-        where = _location(item["loc"])
-        message = item["msg"].removeprefix("Value error, ")
-        problems.append(f"{where}: {message}" if where else message)
-    return "; ".join(dict.fromkeys(problems))
-
-
-def _location(loc: Sequence[int | str]) -> str:
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path
 
 
 def render_json(content: Mapping[str, Any]) -> bytes:

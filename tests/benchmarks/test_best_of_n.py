@@ -4,7 +4,8 @@ import re
 import pytest
 
 from rewardlab.benchmarks.best_of_n import BestOfN, majority_right, selection_value
-from rewardlab.benchmarks.items import DataFormatError, Item
+from rewardlab.benchmarks.items import Item
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 
 

@@ -3,8 +3,9 @@ import re
 
 import pytest
 
-from rewardlab.benchmarks.items import DataFormatError, Item
+from rewardlab.benchmarks.items import Item
 from rewardlab.benchmarks.judgebench import JudgeBench, category, combined_verdict, flip
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 
 

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from rewardlab.benchmarks.items import DataFormatError, Item
+from rewardlab.benchmarks.items import Item
 from rewardlab.benchmarks.prmbench import PRMBench, reference_f1, step_confusion
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 
 QUESTION = (

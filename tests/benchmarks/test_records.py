@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from rewardlab.benchmarks.items import DataFormatError, Item
+from rewardlab.benchmarks.items import Item
 from rewardlab.benchmarks.records import (
     read_jsonl,
     read_record_files,
@@ -12,6 +12,7 @@ from rewardlab.benchmarks.records import (
     texts_field,
     unique_items,
 )
+from rewardlab.errors import DataFormatError
 
 ROWS = [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
 

@@ -1,7 +1,8 @@
 import pytest
 
 from rewardlab.benchmarks.items import Benchmark
-from rewardlab.benchmarks.registry import BENCHMARKS, BenchmarkError, benchmark_class, build_benchmark
+from rewardlab.benchmarks.registry import BENCHMARKS, benchmark_class, build_benchmark
+from rewardlab.errors import BenchmarkError
 
 
 @pytest.mark.parametrize("name", sorted(BENCHMARKS))

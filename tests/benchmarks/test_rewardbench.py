@@ -3,8 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardlab.benchmarks.items import DataFormatError, Item
+from rewardlab.benchmarks.items import Item
 from rewardlab.benchmarks.rewardbench import RewardBench
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 
 DATA = Path(__file__).parent / "data" / "rewardbench"

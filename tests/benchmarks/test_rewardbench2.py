@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardlab.benchmarks.items import DataFormatError, Item
+from rewardlab.benchmarks.items import Item
 from rewardlab.benchmarks.rewardbench2 import RewardBench2, best_of_credit, ties_figures
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 
 DATA = Path(__file__).parent / "data" / "rewardbench2"

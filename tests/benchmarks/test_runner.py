@@ -3,9 +3,10 @@ import json
 
 import pytest
 
-from rewardlab.benchmarks.items import DataFormatError, Item
+from rewardlab.benchmarks.items import Item
 from rewardlab.benchmarks.runner import SCORES_FILE, align_scores, ascore_benchmark, evaluate_and_report
-from rewardlab.offline.runner import OutputError, RunOptions
+from rewardlab.errors import DataFormatError, OutputError
+from rewardlab.offline.runner import RunOptions
 from rewardlab.rewards.contract import Score
 from tests.benchmarks.toy import LengthReward, ToyPairs
 

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from rewardlab.benchmarks.items import DataFormatError
 from rewardlab.benchmarks.score_files import read_score_file
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Status
 
 

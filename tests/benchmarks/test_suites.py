@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from rewardlab.benchmarks.items import DataFormatError
 from rewardlab.benchmarks.suites import ArithmeticBestOfN, ArithmeticPairs, ArithmeticSteps, write_suite
+from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score, Status
 from rewardlab.rewards.math.reward import MathAnswerReward
 

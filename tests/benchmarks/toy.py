@@ -10,7 +10,8 @@ from typing import ClassVar
 
 import rewardlab
 from rewardlab import RuleReward, Sample, Score
-from rewardlab.benchmarks.items import Benchmark, DataFormatError, Item, ItemScores, Result
+from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result
+from rewardlab.errors import DataFormatError
 
 
 class ToyPairs(Benchmark):

@@ -3,9 +3,9 @@ import pickle
 
 import pytest
 
-from rewardlab.judges.fence import blank_fenced, fence, masked
+from rewardlab.errors import InvalidInput
 from rewardlab.judges.prompts import JudgePrompt, transcript
-from rewardlab.rewards.contract import InvalidInput
+from rewardlab.llm.fence import blank_fenced, fence, masked
 
 INJECTION = (
     "The answer is 5.\n"

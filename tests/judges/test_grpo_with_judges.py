@@ -8,7 +8,7 @@ completions the trainer generated, and the pairwise judge saw whole groups.
 import pytest
 
 from rewardlab import build
-from rewardlab.rewards.trl_adapter import AsyncRewardFunc, as_reward_func
+from rewardlab.integrations.trl import AsyncRewardFunc, as_reward_func
 from tests.recording import Recorded, two_step_grpo_config
 
 trl = pytest.importorskip("trl")

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from rewardlab import Sample, Status, build
-from rewardlab.judges.cache import AnswerCache
-from rewardlab.judges.scripted_server import Reply
+from rewardlab.llm.cache import AnswerCache
+from rewardlab.testing import Reply
 from tests.conftest import openai_backend
 
 NO_RETRY = {"cache": None, "max_attempts": 1}

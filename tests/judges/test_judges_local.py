@@ -16,7 +16,7 @@ import yaml
 
 from rewardlab import Sample, Status, build
 from rewardlab.cli import main
-from rewardlab.rewards.trl_adapter import AsyncRewardFunc, as_reward_func
+from rewardlab.integrations.trl import AsyncRewardFunc, as_reward_func
 
 PROMPT = "What is 12 * 13?"
 REFERENCE = "12 * 13 = 12 * 10 + 12 * 3 = 120 + 36 = 156."

@@ -9,9 +9,9 @@ import re
 import pytest
 
 from rewardlab import Sample, Status, build
-from rewardlab.judges.backend import TokenLogprob
-from rewardlab.judges.scripted_server import Reply
-from rewardlab.rewards.trl_adapter import AsyncRewardFunc, as_reward_func
+from rewardlab.integrations.trl import AsyncRewardFunc, as_reward_func
+from rewardlab.llm.backend import TokenLogprob
+from rewardlab.testing import Reply
 from tests.conftest import openai_backend
 
 NO_RETRY = {"cache": None, "max_attempts": 1}

@@ -2,16 +2,16 @@ import math
 
 import pytest
 
-from rewardlab.judges.backend import ChatResponse, TokenLogprob
-from rewardlab.judges.fence import fence
+from rewardlab.errors import VerdictError
 from rewardlab.judges.verdicts import (
     LabelSet,
-    VerdictError,
     label_probabilities,
     read_label,
     read_label_list,
     read_number_list,
 )
+from rewardlab.llm.backend import ChatResponse, TokenLogprob
+from rewardlab.llm.fence import fence
 
 SCALE = LabelSet([str(i) for i in range(1, 11)])
 PAIR = LabelSet(["A", "B", "tie"], aliases={"C": "tie"})

@@ -19,13 +19,13 @@ import pytest
 
 import rewardlab
 from rewardlab import Reward, RuleReward, Sample, Score
+from rewardlab.errors import ConfigError, RayEngineError
 from rewardlab.offline import Columns, OutputError, RunOptions, open_rows, score_file
 from rewardlab.rewards.contract import Usage
-from rewardlab.rewards.registry import ConfigError
 
 ray = pytest.importorskip("ray")
 
-from rewardlab.offline.ray_engine import RayEngineError, add_ray_arguments, score_rows_ray  # noqa: E402
+from rewardlab.offline.ray_engine import add_ray_arguments, score_rows_ray  # noqa: E402
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "rollouts.jsonl"
 # The workers build the rewards below by name, so they import this module first.

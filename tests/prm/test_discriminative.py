@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from rewardlab import Sample, Status, build
-from rewardlab.prm.formats import FormatError, PRMFormat
+from rewardlab.errors import FormatError
+from rewardlab.prm.formats import PRMFormat
 
 QUESTION = "Q?"
 STEPS = ["ab", "c"]

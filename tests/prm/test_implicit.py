@@ -195,7 +195,7 @@ def test_bad_options_fail_at_build_time():
 
 
 def test_through_the_trl_adapter(pair):
-    from rewardlab.rewards.trl_adapter import as_reward_func
+    from rewardlab.integrations.trl import as_reward_func
 
     policy, reference = pair
     reward = ImplicitPRMReward(policy=policy, reference=reference, aggregate="min")

@@ -8,10 +8,10 @@ import asyncio
 import pytest
 
 from rewardlab import Sample, Status, build
-from rewardlab.judges.scripted_server import Reply
 from rewardlab.prm.continuers import BackendContinuer, Continuation, LocalContinuer
 from rewardlab.prm.models import LoadedModel
 from rewardlab.prm.monte_carlo import MonteCarloStepReward, stepwise_rows
+from rewardlab.testing import Reply
 
 SOLUTION = "2 + 2 = 4.\n\nThen 4 * 3 = 13.\n\nSo the answer is \\boxed{13}."
 

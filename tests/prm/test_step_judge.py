@@ -8,7 +8,7 @@ import re
 import pytest
 
 from rewardlab import Sample, Status, build
-from rewardlab.judges.scripted_server import Reply
+from rewardlab.testing import Reply
 from tests.conftest import openai_backend
 
 SOLUTION = "Step 1: 2 + 2 = 4.\nStep 2: 4 * 3 = 13.\nStep 3: So the answer is 13."

@@ -75,8 +75,8 @@ def test_every_builtin_has_a_config_here():
 
 def build_for_test(kind):
     if kind in JUDGES or kind == "prm":
-        from rewardlab.judges.default_model import default_model_path
-        from rewardlab.optional import MissingDependency
+        from rewardlab.errors import MissingDependency
+        from rewardlab.llm.default_model import default_model_path
 
         try:
             default_model_path()
@@ -104,8 +104,8 @@ def tiny_prm_folder():
     """A token-classification PRM built from a config, saved once per session."""
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForTokenClassification
 
-    from rewardlab.judges.default_model import default_model_path
-    from rewardlab.judges.gguf_conversion import converted_folder
+    from rewardlab.llm.default_model import default_model_path
+    from rewardlab.llm.gguf_conversion import converted_folder
 
     tokenizer = AutoTokenizer.from_pretrained(converted_folder(default_model_path()))
     config = Qwen2Config(

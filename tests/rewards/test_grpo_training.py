@@ -7,7 +7,7 @@ rewardlab computed for the completions the trainer generated.
 import pytest
 
 from rewardlab import build
-from rewardlab.rewards.trl_adapter import as_reward_func
+from rewardlab.integrations.trl import as_reward_func
 from tests.recording import Recorded
 
 trl = pytest.importorskip("trl")

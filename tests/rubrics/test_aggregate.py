@@ -1,7 +1,8 @@
 import pytest
 
+from rewardlab.errors import RubricError
 from rewardlab.rubrics.aggregate import aggregate
-from rewardlab.rubrics.model import Criterion, Rubric, RubricError
+from rewardlab.rubrics.model import Criterion, Rubric
 
 
 def rubric(*weights):

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rewardlab.judges.scripted_server import ScriptedServer
 from rewardlab.rubrics.store import RubricStore
+from rewardlab.testing import ScriptedServer
 from tests.conftest import openai_backend
 from tests.rubrics.test_elicit_scripted import server_logic
 
@@ -29,8 +29,8 @@ def rank_main(rank, url, store_path, port, results):
     import torch.distributed as dist
 
     from rewardlab import Sample, build
+    from rewardlab.integrations.trl_callbacks import RubricElicitationCallback
     from rewardlab.rubrics.elicit_options import ElicitationOptions
-    from rewardlab.rubrics.trl_callback import RubricElicitationCallback
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)

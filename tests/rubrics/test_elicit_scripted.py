@@ -10,11 +10,11 @@ import yaml
 
 from rewardlab import Sample, build
 from rewardlab.cli import main
-from rewardlab.judges.scripted_server import Reply
 from rewardlab.rubrics.elicit import ElicitationOptions, RubricElicitor, same_criterion, similarity
 from rewardlab.rubrics.model import Criterion, Rubric
 from rewardlab.rubrics.online import replay
 from rewardlab.rubrics.store import RubricStore
+from rewardlab.testing import Reply
 from tests.conftest import openai_backend
 
 KEYS = {

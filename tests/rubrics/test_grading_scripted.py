@@ -11,11 +11,11 @@ import yaml
 
 from rewardlab import Sample, Status, build
 from rewardlab.cli import main
-from rewardlab.judges.backend import TokenLogprob
-from rewardlab.judges.scripted_server import Reply
-from rewardlab.rewards.trl_adapter import as_reward_func
+from rewardlab.integrations.trl import as_reward_func
+from rewardlab.llm.backend import TokenLogprob
 from rewardlab.rubrics.model import Criterion, Rubric
 from rewardlab.rubrics.store import RubricStore
+from rewardlab.testing import Reply
 from tests.conftest import openai_backend
 
 RUBRIC = [

@@ -13,11 +13,11 @@ import re
 import pytest
 
 from rewardlab import build
-from rewardlab.judges.scripted_server import Reply
-from rewardlab.rewards.trl_adapter import as_reward_func
+from rewardlab.integrations.trl import as_reward_func
+from rewardlab.integrations.trl_callbacks import RubricElicitationCallback
 from rewardlab.rubrics.model import Criterion, Rubric
 from rewardlab.rubrics.store import RubricStore
-from rewardlab.rubrics.trl_callback import RubricElicitationCallback
+from rewardlab.testing import Reply
 from tests.conftest import openai_backend
 from tests.recording import Recorded, two_step_grpo_config
 

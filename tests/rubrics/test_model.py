@@ -1,6 +1,7 @@
 import pytest
 
-from rewardlab.rubrics.model import CATEGORY_WEIGHTS, Criterion, Rubric, RubricError, criterion_id
+from rewardlab.errors import RubricError
+from rewardlab.rubrics.model import CATEGORY_WEIGHTS, Criterion, Rubric, criterion_id
 
 
 def test_criteria_from_our_format_and_healthbenchs():

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from rewardlab import Sample, Status, build
-from rewardlab.judges.scripted_server import Reply, ScriptedServer
+from rewardlab.testing import Reply, ScriptedServer
 from tests.conftest import openai_backend
 
 QUESTION = "What is 2 + 2? Explain."

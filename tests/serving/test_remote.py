@@ -11,7 +11,7 @@ import time
 import pytest
 
 from rewardlab import Sample, Status, build
-from rewardlab.rewards.trl_adapter import AsyncRewardFunc, as_reward_func
+from rewardlab.integrations.trl import AsyncRewardFunc, as_reward_func
 from rewardlab.serving.remote import RemoteReward
 from rewardlab.sockets import listening_socket
 from tests.recording import Recorded, two_step_grpo_config

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rewardlab.rewards.contract import InvalidInput
+from rewardlab.errors import InvalidInput
 
 
 @dataclass(frozen=True, slots=True)

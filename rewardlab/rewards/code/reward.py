@@ -15,13 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion
 from rewardlab.rewards.code.cases import ProgramTests, read_tests
 from rewardlab.rewards.code.extract import BlockChoice, extract_program
 from rewardlab.rewards.code.harness import STARTUP_ALLOWANCE_S, ProgramReport, run_program
 from rewardlab.rewards.code.sandbox import Isolation, Sandbox, SandboxLimits
 from rewardlab.rewards.code.session import adopt_orphans, reap_orphans
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
+from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.rewards.process_pool import (
     KillableProcessPool,
     LazyPool,

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rewardlab.errors import SandboxUnavailable
 from rewardlab.rewards.code.cgroup import MemoryCgroup
 
 RUNNER_SOURCE = Path(__file__).with_name("python_runner.py")
@@ -60,10 +61,6 @@ SANDBOX_RUNNER = "/sandbox/python_runner.py"
 UID_RANGE = (1_000_000, 1_000_000 + (1 << 22))
 SHM_BYTES = 1 << 20
 Isolation = Literal["bwrap", "unsafe_local"]
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox cannot run on this machine; the message says how to fix it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion, Region
-from rewardlab.rewards.contract import InvalidInput, Reward, Sample, Score, Status
+from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.rewards.math.answer import (
     MAX_ANSWER_CHARS,
     Answer,

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from rewardlab.rewards.code.sandbox import Sandbox, SandboxUnavailable
+from rewardlab.errors import SandboxUnavailable
+from rewardlab.rewards.code.sandbox import Sandbox
 
 NEEDS_SANDBOX = {"test_code_reward.py", "test_hostile.py", "test_humaneval.py"}
 

@@ -3,8 +3,9 @@
 import pytest
 
 from rewardlab import Sample, Status, build
+from rewardlab.errors import SandboxUnavailable
 from rewardlab.rewards.code.reward import CodeExecutionReward
-from rewardlab.rewards.code.sandbox import Sandbox, SandboxUnavailable
+from rewardlab.rewards.code.sandbox import Sandbox
 
 
 def fenced(code: str) -> str:

@@ -1,0 +1,16 @@
+"""rewardlab inside training stacks: the TRL adapter (`as_reward_func`; `trl`) and callbacks
+(`RubricElicitationCallback`; `trl_callbacks`), and OpenRLHF's remote reward wire format
+(`openrlhf`), which ``rewardlab serve`` answers at ``/get_reward``.
+"""
+
+from rewardlab.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "as_reward_func": "rewardlab.integrations.trl",
+    "RubricElicitationCallback": "rewardlab.integrations.trl_callbacks",
+    "read_get_reward_request": "rewardlab.integrations.openrlhf",
+    "get_reward_record": "rewardlab.integrations.openrlhf",
+}
+
+__all__ = list(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
