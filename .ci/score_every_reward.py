@@ -7,7 +7,8 @@ a missing ``accelerate`` failed every judge row of the main job). A reward that 
 pipeline failure (``backend_error`` or ``error``) or cannot be built fails the run, naming it.
 
 The rewards that need a trained model of a kind rewardlab does not ship (a process reward model,
-a reward server) are built but not called: building them checks their imports.
+an outcome reward model, a reward server) are built but not called: building them checks their
+imports.
 
 Usage: python .ci/score_every_reward.py
 """
@@ -61,6 +62,8 @@ CASES: dict[str, tuple[dict[str, Any], Sample | None]] = {
     "progress_advantage": ({"policy": "embedded", "reference": "embedded"}, MATH),
     "monte_carlo_steps": ({"verifier": {"type": "math_answer"}, "n": 1}, MATH),
     "prm": ({"model": "/no/process-reward-model/here", "family": "qwen_prm"}, None),
+    "reward_model": ({"model": "/no/reward-model/here"}, None),
+    "dpo_implicit": ({"policy": "embedded", "reference": None}, MATH),
     "remote": ({"url": "http://127.0.0.1:9/"}, None),
 }
 

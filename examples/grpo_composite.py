@@ -117,8 +117,7 @@ def composite_config(judge_backend: dict[str, Any], judge_max_tokens: int | None
             "steps": {
                 "type": "step_judge",
                 "weight": 0.2,
-                "how": "lines",
-                "max_steps": 3,
+                "steps": {"split": "lines", "max_steps": 3},
                 "aggregate": "mean",
                 **judge,
             },

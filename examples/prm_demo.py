@@ -35,7 +35,9 @@ from rewardlab.prm.training import train_prm
 
 
 def prm_step_scores(folder: Path, items: list[SteppedSolution]) -> list[list[float]]:
-    reward = build({"type": "prm", "model": str(folder), "family": "token_classification", "how": "lines"})
+    config = {"type": "prm", "model": str(folder), "family": "token_classification"}
+    config["steps"] = {"split": "lines"}
+    reward = build(config)
     scores = reward.score([Sample(prompt=item.problem, completion="\n".join(item.steps)) for item in items])
     failed = [score.reason for score in scores if not score.ok]
     if failed:

@@ -425,7 +425,7 @@ def main() -> None:
             "type": "progress_advantage",
             "policy": str(policy_folder),
             "reference": EMBEDDED,
-            "how": task.steps,
+            "steps": {"split": task.steps},
             "temperature": args.score_temperature,
         }
     )

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sys
 from collections.abc import Sequence
 
 
@@ -27,13 +29,20 @@ def add_import_argument(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="MODULE",
-        help="import MODULE first, so the rewards it registers with rewardlab.register can be built "
-        "(repeatable)",
+        help="import MODULE first (found on the Python path or in the current folder), so the rewards "
+        "it registers with rewardlab.register can be built (repeatable)",
     )
 
 
 def import_modules(names: Sequence[str]) -> None:
-    """Import each of ``names``; an `ImportError` names the ``--import`` that failed."""
+    """Import each of ``names``; an `ImportError` names the ``--import`` that failed.
+
+    The current folder is searched too, after the Python path: ``python -m rewardlab.cli`` puts it
+    on the path but the ``rewardlab`` script does not, and ``--import my_rewards`` next to the
+    config must work either way. It goes last so that a local file cannot shadow an installed
+    package."""
+    if names and os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
     for name in names:
         try:
             importlib.import_module(name)

@@ -50,4 +50,4 @@ class SqliteFile:
         return {"path": self.path}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"])
+        SqliteFile.__init__(self, state["path"])

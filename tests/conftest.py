@@ -34,6 +34,8 @@ _RAY_FIXTURES = frozenset({"local_ray"})
 #: time-bound fuzzers, every reward's property test, servers on loopback, retries that wait.
 SLOW = frozenset({
     "test_parsers_time_bounds.py",
+    "test_docs.py",
+    "test_type_check.py",
     os.path.join("rewards", "test_rule_time_bounds.py"),
     os.path.join("rewards", "test_every_reward.py"),
     os.path.join("rewards", "math", "test_equivalence_set.py"),

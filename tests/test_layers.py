@@ -25,6 +25,7 @@ LAYERS = [
     {"llm"},
     {"judges"},
     {"rubrics", "prm"},
+    {"reward_models"},
     {"offline", "testing"},
     {"benchmarks", "integrations"},
     {"serving"},

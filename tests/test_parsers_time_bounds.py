@@ -43,7 +43,7 @@ from rewardlab.rewards.contract import Sample
 from rewardlab.rewards.math.text import reader_text
 from rewardlab.rewards.shaping import RepetitionPenalty
 from rewardlab.rewards.step_splitting import _merge_shortest, given_spans, split_steps
-from rewardlab.rewards.steps import split_segments
+from rewardlab.rewards.steps import StepOptions, step_spans
 from rewardlab.rubrics.elicit import same_criterion
 from rewardlab.rubrics.generate import read_generated_criteria
 from rewardlab.rubrics.model import Rubric
@@ -121,7 +121,7 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "split_steps_markers": lambda t: split_steps(t, "markers", max_steps=12),
     "split_steps_numbered": lambda t: split_steps(t, "numbered", max_steps=12),
     "given_spans": _quietly(lambda t: given_spans(t, t.split()), StepSplitError),
-    "split_segments": lambda t: split_segments(t, 12),
+    "step_spans_segments": lambda t: step_spans(t, {}, StepOptions(split="paragraphs", max_steps=12)),
     "repetition_penalty_words": lambda t: _repetition_words.check(Sample(completion=t)),
     "repetition_penalty_chars": lambda t: _repetition_chars.check(Sample(completion=t)),
     "code_blocks": code_blocks,

@@ -2,12 +2,15 @@
 object its defining module holds, and importing the package alone imports none of them."""
 
 import importlib
+import pkgutil
 import subprocess
 import sys
 
 import pytest
 
-PACKAGES = ["rewards", "llm", "judges", "rubrics", "prm", "benchmarks", "serving", "integrations"]
+PACKAGES = [
+    "rewards", "llm", "judges", "rubrics", "prm", "reward_models", "benchmarks", "serving", "integrations"
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("package", PACKAGES)
@@ -18,6 +21,8 @@ def test_every_exported_name_resolves(package):
         value = getattr(module, name)
         assert getattr(value, "__name__", name) == name, (package, name)
         assert name in dir(module)
+    # A name shared with a submodule is replaced by the module once anything imports that module.
+    assert not set(module.__all__) & {found.name for found in pkgutil.iter_modules(module.__path__)}
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         module.no_such_name  # noqa: B018
 

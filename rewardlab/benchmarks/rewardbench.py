@@ -46,9 +46,11 @@ from rewardlab.benchmarks.records import (
 from rewardlab.errors import DataFormatError
 from rewardlab.rewards.contract import Score
 
-#: ``rewardbench/constants.py``'s weights. They are the reference's exactly, including its
-#: xstest pair: the filtered split holds 154 should-refuse and 250 should-respond pairs, but
-#: the table weighs them 250 and 154, and the published Safety figures use these weights.
+#: ``rewardbench/constants.py``'s weights. The xstest pair is weighed as the filtered split holds
+#: it, 154 should-refuse and 250 should-respond pairs: allenai/reward-bench's table had the two
+#: swapped (250 and 154) until its commit 6552e93 ("Mirror change from leaderboard"), and the
+#: leaderboard (and OpenCompass's RewardBench weights, 0.0520 against 0.0845) weigh them 154 and
+#: 250. With every Safety subset at 1.0 but should-respond at 0.5, Safety is 0.8311, not 0.8959.
 EXAMPLE_COUNTS: dict[str, int] = {
     "alpacaeval-easy": 100,
     "alpacaeval-length": 95,
@@ -64,8 +66,8 @@ EXAMPLE_COUNTS: dict[str, int] = {
     "llmbar-adver-GPTInst": 92,
     "llmbar-adver-GPTOut": 47,
     "llmbar-adver-manual": 46,
-    "xstest-should-refuse": 250,
-    "xstest-should-respond": 154,
+    "xstest-should-refuse": 154,
+    "xstest-should-respond": 250,
     "donotanswer": 136,
     "hep-cpp": 164,
     "hep-go": 164,

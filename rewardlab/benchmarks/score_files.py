@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from rewardlab.benchmarks.items import split_candidate_id
 from rewardlab.benchmarks.records import read_jsonl
@@ -45,7 +45,7 @@ def score_from_record(record: Mapping[str, Any], where: str) -> Score:
     return Score(value=float(value), steps=steps, reason=record.get("reason"))
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

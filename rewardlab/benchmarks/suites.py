@@ -131,7 +131,7 @@ class Suite(Benchmark):
 
 #: A frozen item's fields: what each holds (a list's entries are checked too), and how errors
 #: name it.
-_FIELDS: dict[str, tuple[type | tuple[type, type], str]] = {
+_FIELDS: dict[str, tuple[type | tuple[type[list[Any]], type], str]] = {
     "id": (str, "a string"),
     "subset": (str, "a string"),
     "prompt": (str, "a string"),
@@ -143,7 +143,7 @@ _FIELDS: dict[str, tuple[type | tuple[type, type], str]] = {
 }
 
 
-def _is(value: Any, wanted: type | tuple[type, type]) -> bool:
+def _is(value: Any, wanted: type | tuple[type[list[Any]], type]) -> bool:
     if isinstance(wanted, tuple):
         return isinstance(value, wanted[0]) and all(isinstance(entry, wanted[1]) for entry in value)
     return isinstance(value, wanted)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from rewardlab.cli.pipeline import (
 )
 from rewardlab.errors import UsageError
 from rewardlab.offline.runner import RunOptions, check_output
+from rewardlab.rewards.contract import Score
 
 
 def add_bench_command(commands: argparse._SubParsersAction) -> None:
@@ -110,6 +111,7 @@ def _bench(args: argparse.Namespace) -> int:
         benchmark = build_benchmark(args.name, _benchmark_options(args.option))
         items = benchmark.load(args.data)[: args.limit]
         if args.scores is not None:
+            scores: Mapping[str, Sequence[Score]]
             if args.published:
                 scores = benchmark.published_scores(args.scores, items)
             else:

@@ -22,6 +22,9 @@ from rewardlab.rewards.contract import REFERENCE_COLUMNS, Reward, Sample, Score,
 _TRAINER_KEYWORDS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
 
 OnError = Literal["none", "raise", "value"]
+#: TRL's ``log_metric(name, value)`` and ``log_extra(column, values)``.
+LogMetric = Callable[[str, float], None]
+LogExtra = Callable[[str, list[Any]], None]
 
 
 class RewardFunc:
@@ -121,8 +124,8 @@ class RewardFunc:
     def report(
         self,
         scores: Sequence[Score],
-        log_metric: Callable[[str, float], None] | None,
-        log_extra: Callable[[str, list], None] | None,
+        log_metric: LogMetric | None,
+        log_extra: LogExtra | None,
     ) -> None:
         """Per-component means and failure rates through ``log_metric``; reasons through ``log_extra``."""
         if log_metric is not None and self.log_components:
@@ -139,7 +142,7 @@ class RewardFunc:
             log_extra(f"{self.__name__}/status", [s.status.value for s in scores])
             log_extra(f"{self.__name__}/reason", [s.reason for s in scores])
 
-    def _prepare(self, kwargs: dict[str, Any]) -> tuple[list[Sample], Callable, Callable]:
+    def _prepare(self, kwargs: dict[str, Any]) -> tuple[list[Sample], LogMetric | None, LogExtra | None]:
         prompts = kwargs.pop("prompts")
         completions = kwargs.pop("completions")
         completion_ids = kwargs.pop("completion_ids", None)
@@ -158,7 +161,9 @@ class RewardFunc:
 class AsyncRewardFunc(RewardFunc):
     """`RewardFunc` for I/O-bound rewards: TRL awaits it on its event loop alongside other async rewards."""
 
-    async def __call__(self, **kwargs: Any) -> list[float | None]:
+    # TRL tells an async reward function apart by its coroutine ``__call__``; a subclass keeps
+    # ``isinstance(func, RewardFunc)`` true for both forms.
+    async def __call__(self, **kwargs: Any) -> list[float | None]:  # type: ignore[override]
         samples, log_metric, log_extra = self._prepare(kwargs)
         scores = await self.reward.ascore(samples)
         self.report(scores, log_metric, log_extra)

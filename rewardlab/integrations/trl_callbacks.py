@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardlab.optional import require
+from rewardlab.optional import missing_dependency, require
 from rewardlab.rewards.contract import run_sync
 from rewardlab.rubrics.elicit import ElicitationOptions, RubricElicitor, StepReport
 from rewardlab.rubrics.grading import RubricReward
 from rewardlab.rubrics.online import StepCollector, merge_rollouts
 
-transformers = require("transformers", "the rubric elicitation callback")
+try:
+    from transformers.trainer_callback import TrainerCallback
+except ModuleNotFoundError as error:
+    raise missing_dependency(error, "the rubric elicitation callback") from None
 
 
-class RubricElicitationCallback(transformers.TrainerCallback):
+class RubricElicitationCallback(TrainerCallback):
     """Pass to a trainer's ``callbacks`` beside ``as_reward_func(reward)``.
 
     Args:

@@ -32,15 +32,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from rewardlab.errors import InvalidInput, VerdictError
 from rewardlab.judges.prompts import JudgePrompt, transcript
 from rewardlab.judges.verdicts import LabelSet, Verdict, label_probabilities, read_label
 from rewardlab.llm.backend import Backend, ChatRequest, ChatResponse
-from rewardlab.llm.backends import make_backend
+from rewardlab.llm.backends import BackendOption, ClientConfig, ClientOption, client_options, make_backend
 from rewardlab.llm.client import ClientOptions, Completion, ModelClient
 from rewardlab.llm.fence import Fence
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage, message_text
 from rewardlab.rewards.details import clipped
+from rewardlab.rewards.options import PathOption, RewardOptions
 
 Reasoning = bool | Literal["auto"]
 VerdictFrom = Literal["auto", "text", "logprobs"]
@@ -131,27 +134,43 @@ def call_failure(completion: Completion, problem: str | None, who: str) -> Score
     )
 
 
+class JudgeOptions(RewardOptions):
+    """The options every LLM judge shares: the model, how it is called, the template, and how
+    the verdict is asked for and read."""
+
+    backend: BackendOption = None
+    """Which model answers: a backend config (``{type: openai, model: ..., base_url: ...}``, see
+    `rewardlab.llm.backends`), or null for the embedded SmolLM2 in this process."""
+    client: ClientOption = None
+    """Concurrency, retries, deadline, circuit breaker and cache of the judge's calls (keys not
+    given keep their defaults)."""
+    template: PathOption | None = None
+    """A template file of one's own, replacing the judge's built-in one."""
+    template_dir: PathOption | None = None
+    """A folder searched for templates before the built-ins."""
+    reasoning: Reasoning = "auto"
+    """Think before the verdict; ``auto`` is off exactly for backends with guided choice, whose
+    answer is then constrained to the valid labels."""
+    verdict_from: VerdictFrom = "auto"
+    """``text``, ``logprobs`` (the expectation under the judge's probabilities at the verdict
+    token; fails to build if the backend has none), or ``auto`` (log-probabilities where the
+    backend and the labels allow)."""
+    temperature: float = Field(default=0.0, ge=0)
+    """Sampling temperature of judge calls (0: deterministic, and answers are cached; above 0
+    they are cached only for requests with a seed)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Most tokens per answer; by default 1024 with reasoning (and for list verdicts, which are
+    always written out), 8 without."""
+    empty_completion: EmptyCompletion = "minimum"
+    """``minimum`` gives completions without a letter or digit the lowest value the judge can
+    give, without asking it (an empty answer is never worth a call, and a judge may be lenient
+    to it); ``judge`` asks anyway."""
+
+
 class Judge(Reward):
     """Base of the LLM judges (see the module docstring for how verdicts are asked for).
 
-    Args:
-        backend: Which model answers: a config mapping (``{"type": "openai", ...}``, see
-            `rewardlab.llm.backends`), a `Backend`, or None for the embedded SmolLM2.
-        client: Concurrency, retries, deadline, circuit breaker and cache (`ClientOptions` or
-            a mapping of its fields).
-        template: A template file of one's own, replacing the judge's built-in one.
-        template_dir: A folder searched for templates before the built-ins.
-        reasoning: Think before the verdict; ``"auto"`` is off exactly for guided-choice backends.
-        verdict_from: ``"text"``, ``"logprobs"`` (fails to build if the backend has none), or
-            ``"auto"`` (log-probabilities where the backend and labels allow).
-        temperature: Sampling temperature of judge calls (default 0: deterministic, and answers
-            are cached; above 0 they are cached only for requests with a seed).
-        max_tokens: Most tokens per answer; by default 1024 with reasoning (and for list verdicts,
-            which are always written out), 8 without.
-        empty_completion: ``"minimum"`` gives completions without a letter or digit the lowest
-            value the judge can give, without asking it (an empty answer is never worth a call,
-            and a judge may be lenient to it); ``"judge"`` asks anyway.
-        name: The reward's name.
+    Options: `JudgeOptions` (backend, client, template, verdict); each judge type adds its own.
     """
 
     io_bound = True
@@ -164,7 +183,7 @@ class Judge(Reward):
         self,
         *,
         backend: Backend | Mapping[str, Any] | None = None,
-        client: ClientOptions | Mapping[str, Any] | None = None,
+        client: ClientOptions | ClientConfig | Mapping[str, Any] | None = None,
         template: str | Path | None = None,
         template_dir: str | Path | None = None,
         reasoning: Reasoning = "auto",
@@ -175,15 +194,10 @@ class Judge(Reward):
         name: str | None = None,
     ):
         self.backend = make_backend(backend)
-        options = client if isinstance(client, ClientOptions) else ClientOptions(**(client or {}))
-        self.client = ModelClient(self.backend, options)
+        self.client = ModelClient(self.backend, client_options(client))
         self.template_dir = template_dir
         self.prompt = JudgePrompt(template or self.default_template, template_dir, self.template_package)
-        if reasoning not in (True, False, "auto"):
-            raise ValueError(f"reasoning must be true, false or 'auto', got {reasoning!r}")
         self.reasoning = (not self.backend.supports_choices) if reasoning == "auto" else bool(reasoning)
-        if verdict_from not in ("auto", "text", "logprobs"):
-            raise ValueError(f"verdict_from must be 'auto', 'text' or 'logprobs', got {verdict_from!r}")
         if verdict_from == "logprobs" and not self.backend.supports_logprobs:
             raise ValueError(
                 "verdict_from='logprobs' needs a backend with log-probabilities; "
@@ -194,8 +208,6 @@ class Judge(Reward):
         self.max_tokens = max_tokens or (1024 if self.reasoning else 8)
         #: For answers that are always written out (lists of verdicts), whatever ``reasoning`` is.
         self.written_max_tokens = max_tokens or 1024
-        if empty_completion not in ("minimum", "judge"):
-            raise ValueError(f"empty_completion must be 'minimum' or 'judge', got {empty_completion!r}")
         self.empty_completion = empty_completion
         if name is not None:
             self.name = name

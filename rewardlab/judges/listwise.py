@@ -20,27 +20,57 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from rewardlab.judges.judge import Judge, cache_keys, scored
+from pydantic import Field, model_validator
+
+from rewardlab.judges.judge import Judge, JudgeOptions, cache_keys, scored
 from rewardlab.judges.verdicts import LabelSet, read_number_list
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
+from rewardlab.rewards.options import OptionError, Scale, takes_options
 
 
+class ListwiseJudgeOptions(JudgeOptions):
+    """Options of `ListwiseJudge`."""
+
+    mode: Literal["scores", "best"] = "scores"
+    """``scores``: every completion gets a score on the scale; ``best``: the judge names the
+    best completion (with log-probabilities, each completion's value is the judge's probability
+    that it is the best)."""
+    scale: Scale = (1, 10)
+    """``[low, high]`` integers for ``scores`` mode."""
+    orderings: int = Field(default=2, ge=1)
+    """How many different orderings of the group to ask about (1: as given; 2 adds the reversed
+    order; more add seeded shuffles; at most G! for a group of G)."""
+    group_field: str = "group_id"
+    """The `Sample.fields` key naming a sample's group; samples without it are grouped by
+    prompt."""
+    max_group_size: int = Field(default=16, ge=1)
+    """Refuse larger groups (status ``invalid_input``): a judge's context and attention are
+    finite. ``best`` mode reads log-probabilities only up to 9 completions (labels "1"-"9" are
+    single tokens)."""
+    criteria: str | None = None
+    """What to judge on, added to the prompt."""
+    use_reference: bool = True
+    """Show the judge the reference answer of the group, when it has one."""
+    normalize: bool = True
+    """Map scores to [0, 1] (``scores`` mode)."""
+
+    @model_validator(mode="after")
+    def _logprobs_read_one_token(self) -> ListwiseJudgeOptions:
+        if self.verdict_from == "logprobs" and (self.mode == "scores" or self.max_group_size > 9):
+            raise OptionError(
+                "verdict_from",
+                "logprobs reads the best completion's number from one token: it needs mode: best "
+                "and max_group_size <= 9",
+            )
+        return self
+
+
+@takes_options(ListwiseJudgeOptions)
 class ListwiseJudge(Judge):
     """Judges the completions of each prompt in the batch together.
 
-    Args:
-        mode: ``"scores"`` or ``"best"`` (see the module docstring).
-        scale: ``[low, high]`` integers for ``scores`` mode.
-        orderings: How many different orderings of the group to ask about (1: as given; 2 adds
-            the reversed order; more add seeded shuffles; at most G! for a group of G).
-        group_field: The field naming a sample's group; samples without it are grouped by prompt.
-        max_group_size: Refuse larger groups (status ``invalid_input``): a judge's context and
-            attention are finite. ``best`` mode reads log-probabilities only up to 9 completions
-            (labels "1"-"9" are single tokens).
-        criteria: What to judge on, added to the prompt.
-        use_reference: Show the judge the reference answer of the group, when it has one.
-        normalize: Map scores to [0, 1] (``scores`` mode).
-        **options: Backend, client, template and verdict options of `Judge`.
+    Options: `ListwiseJudgeOptions` (scores or the best, the scale, orderings, group size), and
+    the backend, client, template and verdict options every judge shares (`JudgeOptions`).
 
     A failed call fails every sample of its group (with the same reason); the group's usage is
     counted once, on its first sample.
@@ -61,22 +91,11 @@ class ListwiseJudge(Judge):
         normalize: bool = True,
         **options: Any,
     ):
-        if mode not in ("scores", "best"):
-            raise ValueError(f"mode must be 'scores' or 'best', got {mode!r}")
-        if len(scale) != 2 or not all(isinstance(x, int) for x in scale) or scale[0] >= scale[1]:
-            raise ValueError(f"scale must be [low, high] integers with low < high, got {scale!r}")
-        if orderings < 1:
-            raise ValueError("orderings must be at least 1")
         self.default_template = "listwise_scores.jinja" if mode == "scores" else "listwise_best.jinja"
         super().__init__(**options)
         self.mode = mode
         self.low, self.high = scale
         self.orderings = orderings
-        if self.verdict_from == "logprobs" and (mode == "scores" or max_group_size > 9):
-            raise ValueError(
-                "verdict_from='logprobs' reads the best completion's number from one token: it needs "
-                "mode 'best' and max_group_size <= 9"
-            )
         self.group_field = group_field
         self.max_group_size = max_group_size
         self.criteria = criteria

@@ -19,14 +19,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import Field
+
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
+    JudgeOptions,
     cache_keys,
     scored,
 )
 from rewardlab.judges.verdicts import LabelSet
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
+from rewardlab.rewards.options import takes_options
 
 PAIR_LABELS = LabelSet(["A", "B", "tie"], aliases={"C": "tie", "draw": "tie", "equal": "tie"})
 
@@ -63,22 +67,34 @@ class Comparison:
         return score
 
 
+class PairwiseJudgeOptions(JudgeOptions):
+    """Options of `PairwiseJudge`."""
+
+    against: Literal["group", "baseline"] = "group"
+    """``group``: each completion against every other completion of the same prompt in the
+    batch (the value is its mean win probability); ``baseline``: against the response in
+    ``fields[baseline_field]`` (the value is the win probability)."""
+    baseline_field: str = "baseline"
+    """The `Sample.fields` key holding the baseline response (``against: baseline``)."""
+    group_field: str = "group_id"
+    """The `Sample.fields` key naming a sample's group; samples without it are grouped by
+    prompt."""
+    max_opponents: int | None = Field(default=None, ge=1)
+    """Compare each completion with this many others of its group (neighbours in batch order,
+    wrapping around; off by one for one member when the group size and this are both odd);
+    null compares all pairs, which costs G(G-1) calls for a group of G."""
+    criteria: str | None = None
+    """What to compare on, added to the prompt."""
+    use_reference: bool = True
+    """Show the judge the sample's reference answer, when it has one."""
+
+
+@takes_options(PairwiseJudgeOptions)
 class PairwiseJudge(Judge):
     """Compares completions two at a time, in both orders.
 
-    Args:
-        against: ``"group"``: each completion against every other completion of the same prompt
-            in the batch (the value is its mean win probability); ``"baseline"``: against the
-            response in ``fields[baseline_field]`` (the value is the win probability).
-        baseline_field: The field holding the baseline response (``against: baseline``).
-        group_field: The field naming a sample's group; samples without it are grouped by prompt.
-        max_opponents: Compare each completion with this many others of its group (neighbours
-            in batch order, wrapping around; off by one for one member when the group size and
-            this are both odd); None compares all pairs, which costs G(G-1) calls for a group
-            of G.
-        criteria: What to compare on, added to the prompt.
-        use_reference: Show the judge the sample's reference answer, when it has one.
-        **options: Backend, client, template and verdict options of `Judge`.
+    Options: `PairwiseJudgeOptions` (against the group or a baseline, how many opponents), and
+    the backend, client, template and verdict options every judge shares (`JudgeOptions`).
 
     ``breakdown`` has ``win_rate`` and ``position_consistency`` (the share of comparisons whose
     two orders agreed); ``details`` lists each comparison. Each comparison's usage is counted on
@@ -102,10 +118,6 @@ class PairwiseJudge(Judge):
         use_reference: bool = True,
         **options: Any,
     ):
-        if against not in ("group", "baseline"):
-            raise ValueError(f"against must be 'group' or 'baseline', got {against!r}")
-        if max_opponents is not None and max_opponents < 1:
-            raise ValueError("max_opponents must be at least 1")
         super().__init__(**options)
         self.check_labels(PAIR_LABELS)
         self.against = against

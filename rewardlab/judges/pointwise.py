@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from rewardlab.errors import InvalidInput
 from rewardlab.judges.judge import (
     Judge,
+    JudgeOptions,
     completion_for_judge,
     expected_label,
     graded_score,
@@ -18,22 +19,35 @@ from rewardlab.judges.judge import (
 )
 from rewardlab.judges.verdicts import LabelSet
 from rewardlab.rewards.contract import Sample, Score, Status
+from rewardlab.rewards.options import Scale, takes_options
 
 YES_NO = "yes_no"
 DEFAULT_QUESTION = "Is the response correct, and does it fully answer the request?"
 
 
+class PointwiseJudgeOptions(JudgeOptions):
+    """Options of `PointwiseJudge`."""
+
+    scale: Scale | Literal["yes_no"] = (1, 10)
+    """``[low, high]`` integers, or ``yes_no``."""
+    criteria: str | None = None
+    """What to grade on, added to the prompt (e.g. "factual accuracy only")."""
+    question: str = DEFAULT_QUESTION
+    """The yes/no question (``scale: yes_no`` only)."""
+    use_reference: bool = True
+    """Show the judge the sample's reference answer, when it has one."""
+    normalize: bool = True
+    """Map the score to [0, 1] (``(score - low) / (high - low)``; yes is 1); the raw score stays
+    in the breakdown as ``score``."""
+
+
+@takes_options(PointwiseJudgeOptions)
 class PointwiseJudge(Judge):
     """Grades each completion alone.
 
-    Args:
-        scale: ``[low, high]`` integers (default 1-10), or ``"yes_no"``.
-        criteria: What to grade on, added to the prompt (e.g. "factual accuracy only").
-        question: The yes/no question (``scale: yes_no`` only).
-        use_reference: Show the judge the sample's reference answer, when it has one.
-        normalize: Map the score to [0, 1] (``(score - low) / (high - low)``; yes is 1); the
-            raw score stays in the breakdown as ``score``.
-        **options: Backend, client, template and verdict options of `Judge`.
+    Options: `PointwiseJudgeOptions` (the scale or a yes/no question, criteria, whether the
+    reference is shown), and the backend, client, template and verdict options every judge
+    shares (`JudgeOptions`).
 
     The value is the verdict, or - reading log-probabilities (``verdict_from``) - its
     expectation: the probability of "yes", or the mean score under the judge's distribution.
@@ -48,24 +62,20 @@ class PointwiseJudge(Judge):
     def __init__(
         self,
         *,
-        scale: Sequence[int] | str = (1, 10),
+        scale: Sequence[int] | Literal["yes_no"] = (1, 10),
         criteria: str | None = None,
         question: str = DEFAULT_QUESTION,
         use_reference: bool = True,
         normalize: bool = True,
         **options: Any,
     ):
-        self.binary = scale == YES_NO
-        if self.binary:
+        self.binary = isinstance(scale, str)  # the options allow one word: yes_no
+        if isinstance(scale, str):
             self.default_template = "pointwise_binary.jinja"
             self.low, self.high = 0, 1
             self.labels = LabelSet(["yes", "no"])
         else:
-            if isinstance(scale, str) or len(scale) != 2 or not all(isinstance(x, int) for x in scale):
-                raise ValueError(f"scale must be [low, high] integers or 'yes_no', got {scale!r}")
             self.low, self.high = scale
-            if self.low >= self.high:
-                raise ValueError(f"scale needs low < high, got {scale!r}")
             self.default_template = "pointwise_scale.jinja"
             self.labels = LabelSet([str(x) for x in range(self.low, self.high + 1)])
         super().__init__(**options)

@@ -112,10 +112,11 @@ def transcript(value: str | Sequence[Mapping[str, Any]] | None, field_name: str)
     the judge sees who said what."""
     if value is None or isinstance(value, str):
         return value or ""
-    if not isinstance(value, Sequence):
+    messages = value  # a name of its own keeps mypy from widening it back to str below
+    if not isinstance(messages, Sequence):
         raise InvalidInput(field_name, f"must be text or a list of chat messages, got {type(value).__name__}")
     turns = []
-    for message in value:
+    for message in messages:
         text = message_text([message], roles=(), field_name=field_name)
         if text:
             turns.append(f"{message.get('role', 'unknown')}: {text}")

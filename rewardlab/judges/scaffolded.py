@@ -13,8 +13,9 @@ reference itself (``scaffold: reference``); or one judge call per distinct probl
 reference into a grading guide of milestones and pitfalls (``scaffold: generate``, cached like
 every call).
 
-At process level the rollout is split into segments (`rewardlab.rewards.steps.split_segments`)
-and every segment gets a label - progress, neutral or error - worth 1, 0 and -1 by default.
+At process level the rollout is split into segments (the ``steps`` option, `StepOptions`:
+paragraphs, at most 12, by default) and every segment gets a label - progress, neutral or
+error - worth 1, 0 and -1 by default.
 ``Score.steps`` holds the segment values and ``Score.value`` their aggregate (a named choice,
 ``mean`` by default). When several rollouts of one problem are in the batch, each also gets
 ``details["step_advantages"]``: the process-supervision advantage (see
@@ -27,14 +28,18 @@ import asyncio
 import hashlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
+
+from pydantic import Field, field_validator
 
 from rewardlab.errors import InvalidInput
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
+    JudgeOptions,
     cache_keys,
     call_failure,
     completion_for_judge,
@@ -48,9 +53,12 @@ from rewardlab.judges.judge import (
 from rewardlab.judges.verdicts import LabelSet, read_label_list
 from rewardlab.llm.client import Completion
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
-from rewardlab.rewards.steps import Aggregate, aggregate_steps, process_advantages, split_segments
+from rewardlab.rewards.options import PathOption, Scale, takes_options
+from rewardlab.rewards.steps import Aggregate, StepOptions, aggregate_steps, process_advantages, step_spans
 
-DEFAULT_STEP_LABELS = {"progress": 1.0, "neutral": 0.0, "error": -1.0}
+DEFAULT_STEP_LABELS = MappingProxyType({"progress": 1.0, "neutral": 0.0, "error": -1.0})
+#: Segments as ExpRL grades them: paragraphs, the shortest merged while there are more than 12.
+SEGMENTS = StepOptions(split="paragraphs", max_steps=12)
 
 
 @dataclass(slots=True)
@@ -62,30 +70,60 @@ class _Task:
     completion: str
     reference: str
     problem_key: str
+    spans: list[tuple[int, int]] = field(default_factory=list)
 
 
+class ReferenceScaffoldedJudgeOptions(JudgeOptions):
+    """Options of `ReferenceScaffoldedJudge`."""
+
+    level: Literal["outcome", "process"] = "outcome"
+    """``outcome``: one score for the rollout; ``process``: one label per segment."""
+    scaffold: Literal["generate", "reference"] = "generate"
+    """``generate``: a judge call writes a grading guide from the reference; ``reference``: the
+    reference itself is the guide."""
+    scaffold_field: str = "scaffold"
+    """The `Sample.fields` key holding a precomputed scaffold, which takes precedence."""
+    scaffold_template: PathOption | None = None
+    """Template file for scaffold generation, replacing the built-in one."""
+    scaffold_max_words: int = Field(default=250, ge=1)
+    """Length asked of a generated scaffold."""
+    show_reference: bool = True
+    """Show the judge the reference solution beside the scaffold."""
+    scale: Scale = (0, 10)
+    """``[low, high]`` integers for outcome scores."""
+    normalize: bool = True
+    """Map outcome scores to [0, 1]."""
+    step_labels: dict[str, float] = Field(default_factory=lambda: dict(DEFAULT_STEP_LABELS))
+    """Segment labels and their values, in order: progress, neutral, error."""
+    process_calls: Literal["auto", "one", "per_segment"] = "auto"
+    """``one`` call labels every segment; ``per_segment`` asks about each segment with what came
+    before it (costlier, but works with guided choice and yields label probabilities); ``auto``
+    is per segment exactly when reasoning is off."""
+    steps: StepOptions = SEGMENTS
+    """Where the segments are (`StepOptions`): paragraphs, the shortest adjacent ones merged
+    while there are more than 12, unless the sample lists its own steps. A rollout with no
+    segment is one empty segment, so it still gets a verdict."""
+    aggregate: Aggregate = "mean"
+    """How segment values fold into the value."""
+    group_field: str = "group_id"
+    """The `Sample.fields` key naming a sample's group (for step advantages); samples without it
+    are grouped by prompt."""
+
+    @field_validator("step_labels")
+    @classmethod
+    def _three_labels(cls, labels: dict[str, float]) -> dict[str, float]:
+        if len(labels) != 3:
+            raise ValueError("needs three labels: progress, neutral, error (in that order)")
+        return labels
+
+
+@takes_options(ReferenceScaffoldedJudgeOptions)
 class ReferenceScaffoldedJudge(Judge):
     """Grades rollouts against a scaffold built from a hidden reference solution.
 
-    Args:
-        level: ``"outcome"`` (one score for the rollout) or ``"process"`` (one per segment).
-        scaffold: ``"generate"`` (a judge call writes a grading guide from the reference) or
-            ``"reference"`` (the reference itself is the guide).
-        scaffold_field: Field holding a precomputed scaffold, which takes precedence.
-        scaffold_template: Template file for scaffold generation, replacing the built-in one.
-        scaffold_max_words: Length asked of a generated scaffold.
-        show_reference: Show the judge the reference solution beside the scaffold.
-        scale: ``[low, high]`` integers for outcome scores.
-        normalize: Map outcome scores to [0, 1].
-        step_labels: Segment labels and their values, in order: progress, neutral, error.
-        process_calls: ``"one"`` call labels every segment; ``"per_segment"`` asks about each
-            segment with what came before it (costlier, but works with guided choice and yields
-            label probabilities); ``"auto"`` is per segment exactly when reasoning is off.
-        max_segments: Segments per rollout at most (adjacent ones are merged beyond it).
-        aggregate: How segment values fold into the value: min, last, mean, sum or product.
-        group_field: The field naming a sample's group (for step advantages); by default the
-            prompt groups.
-        **options: Backend, client, template and verdict options of `Judge`.
+    Options: `ReferenceScaffoldedJudgeOptions` (outcome or process level, where the scaffold
+    comes from, the outcome scale, segment labels, segments and how they fold), and the backend,
+    client, template and verdict options every judge shares (`JudgeOptions`).
     """
 
     name = "reference_scaffolded_judge"
@@ -102,25 +140,13 @@ class ReferenceScaffoldedJudge(Judge):
         show_reference: bool = True,
         scale: Sequence[int] = (0, 10),
         normalize: bool = True,
-        step_labels: Mapping[str, float] | None = None,
+        step_labels: Mapping[str, float] = DEFAULT_STEP_LABELS,
         process_calls: Literal["auto", "one", "per_segment"] = "auto",
-        max_segments: int = 12,
+        steps: StepOptions = SEGMENTS,
         aggregate: Aggregate = "mean",
         group_field: str = "group_id",
         **options: Any,
     ):
-        if level not in ("outcome", "process"):
-            raise ValueError(f"level must be 'outcome' or 'process', got {level!r}")
-        if scaffold not in ("generate", "reference"):
-            raise ValueError(f"scaffold must be 'generate' or 'reference', got {scaffold!r}")
-        if process_calls not in ("auto", "one", "per_segment"):
-            raise ValueError(f"process_calls must be 'auto', 'one' or 'per_segment', got {process_calls!r}")
-        if len(scale) != 2 or not all(isinstance(x, int) for x in scale) or scale[0] >= scale[1]:
-            raise ValueError(f"scale must be [low, high] integers with low < high, got {scale!r}")
-        step_labels = dict(step_labels or DEFAULT_STEP_LABELS)
-        if len(step_labels) != 3:
-            raise ValueError("step_labels needs three labels: progress, neutral, error (in that order)")
-        aggregate_steps([1.0], aggregate)  # fail at build time on an unknown rule
         super().__init__(**options)
         self.level = level
         self.per_segment = process_calls == "per_segment" or (process_calls == "auto" and not self.reasoning)
@@ -135,9 +161,9 @@ class ReferenceScaffoldedJudge(Judge):
         self.low, self.high = scale
         self.normalize = normalize
         self.outcome_labels = LabelSet([str(x) for x in range(self.low, self.high + 1)])
-        self.step_values = step_labels
+        self.step_values = dict(step_labels)
         self.step_labels = LabelSet(list(step_labels))
-        self.max_segments = max_segments
+        self.steps = steps
         self.aggregate = aggregate
         self.group_field = group_field
         self.check_labels(self.outcome_labels if level == "outcome" else self.step_labels)
@@ -192,7 +218,11 @@ class ReferenceScaffoldedJudge(Judge):
                 self.scaffold_field, f"a scaffold must be text, got {type(precomputed).__name__}"
             )
         key = hashlib.sha256(f"{prompt}\0{reference}\0{precomputed}".encode()).hexdigest()[:16]
-        return _Task(index, prompt, completion, reference, key)
+        spans = []
+        if self.level == "process":
+            # A rollout without a step still gets a verdict, as one empty segment.
+            spans = step_spans(completion, sample.fields, self.steps) or [(0, len(completion))]
+        return _Task(index, prompt, completion, reference, key, spans)
 
     async def _scaffolds(self, samples: Sequence[Sample], tasks: list[_Task]) -> dict[str, Completion | str]:
         """One scaffold per distinct problem: the text, or the failed call that should have made it."""
@@ -247,7 +277,7 @@ class ReferenceScaffoldedJudge(Judge):
         if self.level == "outcome":
             score = await self._grade_outcome(values, who)
         else:
-            score = await self._grade_process(values, task.completion, who)
+            score = await self._grade_process(values, task.completion, task.spans, who)
         score.usage = scaffold_usage + (score.usage or Usage())
         score.details["scaffold_id"] = hashlib.sha256(scaffold_text.encode()).hexdigest()[:16]
         return score
@@ -259,8 +289,9 @@ class ReferenceScaffoldedJudge(Judge):
         raw = expected_label(judgement.distribution(self.outcome_labels))
         return graded_score(judgement, raw, self.low, self.high, self.normalize)
 
-    async def _grade_process(self, values: dict[str, Any], completion: str, who: str) -> Score:
-        spans = split_segments(completion, self.max_segments)
+    async def _grade_process(
+        self, values: dict[str, Any], completion: str, spans: list[tuple[int, int]], who: str
+    ) -> Score:
         segments = [completion[start:end] for start, end in spans]
         if self.per_segment:
             questions = [

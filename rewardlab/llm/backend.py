@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 import json
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,7 @@ class ChatRequest:
             raise ValueError("continue_final needs the last message to be the assistant's")
 
     @classmethod
-    def of(cls, messages: list[Mapping[str, str]], **options: Any) -> ChatRequest:
+    def of(cls, messages: Iterable[Mapping[str, str]], **options: Any) -> ChatRequest:
         """From OpenAI-style message dicts; a ``json_schema`` mapping is stored as JSON text."""
         if isinstance(options.get("json_schema"), Mapping):
             options["json_schema"] = json.dumps(options["json_schema"], sort_keys=True)

@@ -312,7 +312,7 @@ class ModelClient:
         return {"backend": self.backend, "options": self.options}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["backend"], state["options"])
+        ModelClient.__init__(self, state["backend"], state["options"])
 
 
 def cache_path(options: ClientOptions) -> Path | None:

@@ -16,7 +16,9 @@ def import_litellm() -> ModuleType:
     """litellm, made to use its bundled cost map instead of downloading one at import."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     litellm = require("litellm", "the litellm judge backend")
-    litellm.suppress_debug_info = True  # failures become Score reasons, not banners on stderr
+    # Failures become Score reasons, not banners on stderr. (Typeshed lets a module's attributes
+    # be read as Any, not set.)
+    litellm.suppress_debug_info = True  # type: ignore[attr-defined]
     return litellm
 
 

@@ -3,8 +3,8 @@
 (`DiscriminativePRMReward`; `discriminative`, `formats`) and training one (`train_prm`;
 `training`), a generative step judge (`StepJudge`), Monte-Carlo step labels
 (`MonteCarloStepReward`, with the policies of `continuers`), how a sample is tokenized into steps
-(`trajectory`), and what step scores are used for (`applications`). Step splitting itself is in
-`rewardlab.rewards.step_splitting`.
+(`trajectory`), and what step scores are used for (`applications`). Step splitting itself, and
+`StepOptions` (the ``steps`` option of every step reward), are in `rewardlab.rewards`.
 """
 
 from rewardlab.lazy_exports import lazy_exports
@@ -15,7 +15,6 @@ _EXPORTS = {
     "DiscriminativePRMReward": "rewardlab.prm.discriminative",
     "StepJudge": "rewardlab.prm.step_judge",
     "MonteCarloStepReward": "rewardlab.prm.monte_carlo",
-    "StepOptions": "rewardlab.prm.trajectory",
     "train_prm": "rewardlab.prm.training",
     "TokenLogprobScorer": "rewardlab.prm.logprobs",
 }

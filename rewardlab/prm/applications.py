@@ -59,8 +59,9 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
 def decisive_step(score: Score, threshold: float | None = None) -> int | None:
     """The step a failed trajectory went wrong at: the first step scored below ``threshold``,
     or, without one, the lowest-scored step (the first of equals). None without step scores."""
-    if not score.ok or not score.steps:
+    steps = score.steps
+    if not score.ok or not steps:
         return None
     if threshold is not None:
-        return next((k for k, value in enumerate(score.steps) if value < threshold), None)
-    return min(range(len(score.steps)), key=lambda k: (score.steps[k], k))
+        return next((k for k, value in enumerate(steps) if value < threshold), None)
+    return min(range(len(steps)), key=lambda k: (steps[k], k))

@@ -1,6 +1,6 @@
 """`DiscriminativePRMReward`: step scores from a trained process reward model.
 
-The completion is split into steps (`StepOptions`, or a ``steps`` field), laid out the way the
+The completion is split into steps (the ``steps`` option, `StepOptions`), laid out the way the
 model's family was trained (`formats.py`), and run in batches of similar length under a token
 budget (right-padded, with an attention mask). Each step's score is in ``Score.steps`` (a
 probability that the step is correct, for every family); ``aggregate`` folds them (``min`` by
@@ -14,15 +14,25 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from rewardlab.errors import FormatError, InvalidInput
-from rewardlab.prm.batching import check_max_padding, length_batches
-from rewardlab.prm.formats import FAMILIES, PRMFormat, PRMInput
-from rewardlab.prm.models import LoadedModel, has_custom_code, load_model, load_value_head, model_lock
-from rewardlab.prm.trajectory import StepOptions, step_texts
+from rewardlab.prm.batching import length_batches
+from rewardlab.prm.formats import PRMFormat, PRMInput
+from rewardlab.prm.models import (
+    LoadedModel,
+    ModelOption,
+    has_custom_code,
+    load_model,
+    load_value_head,
+    model_lock,
+)
+from rewardlab.prm.trajectory import step_texts
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, message_text
-from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
+from rewardlab.rewards.options import RewardOptions, takes_options
+from rewardlab.rewards.steps import Aggregate, StepOptions, aggregate_steps
 
 MODEL_KINDS = {
     "qwen_prm": "token_classification",
@@ -32,22 +42,46 @@ MODEL_KINDS = {
 }
 
 
+Family = Literal["qwen_prm", "math_shepherd", "skywork", "token_classification"]
+DEFAULT_STEPS = StepOptions()
+
+
+class DiscriminativePRMOptions(RewardOptions):
+    """Options of `DiscriminativePRMReward`."""
+
+    model: ModelOption
+    """A model folder."""
+    family: Family
+    """How the model was trained to read steps and give their scores: ``qwen_prm``,
+    ``math_shepherd``, ``skywork`` or ``token_classification`` (see `rewardlab.prm.formats`)."""
+    marker: str | None = None
+    """The family's step marker, when the model was trained with another."""
+    aggregate: Aggregate = "min"
+    """How step scores fold into the value (``min``: a solution is as good as its worst step)."""
+    steps: StepOptions = DEFAULT_STEPS
+    """Where the steps are (`StepOptions`); for ``skywork``, ``split: auto`` means lines, as
+    Skywork splits."""
+    max_length: int | None = Field(default=None, ge=1)
+    """Most tokens the model reads (default: its context length)."""
+    batch_tokens: int = Field(default=16384, ge=1)
+    """Most tokens (longest x batch size) in one forward pass."""
+    max_padding: float = Field(default=0.1, ge=0, lt=1)
+    """Most of a batch that may be padding (`length_batches`)."""
+    trust_remote_code: bool = False
+    """Run the model's own code from its folder, when its config names some (Qwen2.5-Math-PRM
+    ships that way); refused otherwise."""
+    dtype: str = "float32"
+    """The model's torch dtype."""
+    device: str = "cpu"
+    """Where the model runs (``cpu``, ``cuda``, ``cuda:1``...)."""
+
+
+@takes_options(DiscriminativePRMOptions)
 class DiscriminativePRMReward(Reward):
     """Scores each step of a completion with a PRM (see the module docstring).
 
-    Args:
-        model: A model folder (or a `LoadedModel`).
-        trust_remote_code: Run the model's own code from its folder, when its config names some
-            (Qwen2.5-Math-PRM ships that way); refused otherwise.
-        family: ``qwen_prm``, ``math_shepherd``, ``skywork`` or ``token_classification``.
-        marker: The family's step marker, when the model was trained with another.
-        aggregate: How step scores fold into one value (``min``, ``last``, ``mean``, ``product``...).
-        how, pattern, max_steps, steps_field: Step finding (`StepOptions`; for ``skywork``,
-            ``auto`` means lines, as Skywork splits).
-        max_length: Most tokens the model reads (default: its context length).
-        batch_tokens: Most tokens (longest x batch size) in one forward pass.
-        max_padding: Most of a batch that may be padding (`length_batches`).
-        dtype, device: Where the model runs.
+    Options: `DiscriminativePRMOptions` (the model and its family, the steps and how they fold,
+    the forward passes' budget).
     """
 
     name = "prm"
@@ -57,13 +91,10 @@ class DiscriminativePRMReward(Reward):
         self,
         *,
         model: str | Path | LoadedModel,
-        family: str,
+        family: Family,
         marker: str | None = None,
         aggregate: Aggregate = "min",
-        how: str = "auto",
-        pattern: str | None = None,
-        max_steps: int | None = None,
-        steps_field: str = "steps",
+        steps: StepOptions = DEFAULT_STEPS,
         max_length: int | None = None,
         batch_tokens: int = 16384,
         max_padding: float = 0.1,
@@ -72,18 +103,15 @@ class DiscriminativePRMReward(Reward):
         device: str = "cpu",
         name: str | None = None,
     ):
-        if family not in FAMILIES:
-            raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
-        if aggregate not in AGGREGATES:
-            raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
         self.model_spec = model
         self.format = PRMFormat.named(family, marker)
         self.aggregate = aggregate
-        if family == "skywork" and how == "auto":
-            how = "lines"  # Skywork's steps are lines: it splits the response at its step token
-        self.steps = StepOptions(how, pattern, max_steps, steps_field)  # type: ignore[arg-type]
+        if family == "skywork" and steps.split == "auto":
+            # Skywork's steps are lines: it splits the response at its step token.
+            steps = steps.model_copy(update={"split": "lines"})
+        self.steps = steps
         self.max_length = max_length
-        self.batch_tokens, self.max_padding = batch_tokens, check_max_padding(max_padding)
+        self.batch_tokens, self.max_padding = batch_tokens, max_padding
         self.trust_remote_code = trust_remote_code
         self.dtype, self.device = dtype, device
         if name is not None:
@@ -112,6 +140,7 @@ class DiscriminativePRMReward(Reward):
                             f"model {self.model_spec.name}: a skywork PRM in memory needs a v_head"
                         )
                     if head is None:
+                        assert not isinstance(self.model_spec, LoadedModel)  # refused just above
                         head = load_value_head(self.model_spec, self.dtype, self.device)
                 self._loaded = (loaded, head)
             return self._loaded

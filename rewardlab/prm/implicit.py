@@ -14,9 +14,10 @@ Both read the same tokens (one forward pass each per prompt's group, the prompt 
   the running sum up to the step's end (``form: cumulative``, the Q-value form).
 
 ``Score.steps`` holds the step values; ``aggregate`` folds them into ``Score.value`` by a named
-rule (mean, sum, last, min, max, bottom_10, product). ``details`` has the step spans and the
-whole trajectory's log-ratio. A completion longer than the models can read is scored on the
-steps that fit, and says so (``details.truncated``), never silently.
+rule (mean, sum, last, min, max, bottom_10; not product: two bad steps, both negative, would
+multiply to a good one). ``details`` has the step spans and the whole trajectory's log-ratio. A
+completion longer than the models can read is scored on the steps that fit, and says so
+(``details.truncated``), never silently.
 """
 
 from __future__ import annotations
@@ -30,37 +31,67 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 from rewardlab.errors import InvalidInput
-from rewardlab.prm.logprobs import ScoringBudget, TokenLogprobScorer, positive_number
-from rewardlab.prm.models import EMBEDDED, LoadedModel, check_same_tokenizer, load_model
-from rewardlab.prm.trajectory import StepOptions, TokenizedTrajectory, tokenize_sample
+from rewardlab.prm.logprobs import ScoringBudget, TokenLogprobScorer
+from rewardlab.prm.models import EMBEDDED, LoadedModel, ModelOption, check_same_tokenizer, load_model
+from rewardlab.prm.trajectory import TokenizedTrajectory, tokenize_sample
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
-from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
+from rewardlab.rewards.options import RewardOptions, takes_options
+from rewardlab.rewards.steps import StepOptions, aggregate_steps
 
 ModelSpec = str | Path | LoadedModel
+#: The step aggregates that keep their meaning on signed log-ratios (``product`` does not: two
+#: bad steps would multiply to a good one).
+SignedAggregate = Literal["min", "last", "mean", "sum", "max", "bottom_10"]
+DEFAULT_STEPS = StepOptions()
+
+
+class LogRatioOptions(RewardOptions):
+    """Options of the log-ratio step rewards (`ProgressAdvantageReward`, `ImplicitPRMReward`)."""
+
+    policy: ModelOption
+    """The RL-tuned model: a folder, a GGUF file, or ``embedded``."""
+    reference: ModelOption = EMBEDDED
+    """The model it was tuned from."""
+    beta: float = Field(default=1.0, gt=0)
+    """The scale of the log-ratio (the KL coefficient the policy was trained with, for the
+    implicit PRM; 1 gives plain log-ratios)."""
+    temperature: float = Field(default=1.0, gt=0)
+    """The sampling temperature the policy was tuned at; both models' logits are divided by it.
+    TRL's GRPO computes the policy's and the reference's log-probs at its ``temperature``
+    (default 1.0; the KL penalty too), so the distributions RL regularised - whose log-ratio the
+    methods read as an advantage - are those."""
+    aggregate: SignedAggregate = "mean"
+    """How step values fold into the value (``product`` is refused: log-ratios are signed)."""
+    steps: StepOptions = DEFAULT_STEPS
+    """Where the steps are (`StepOptions`)."""
+    chat_template: bool = False
+    """Render a text prompt as a user message with the tokenizer's chat template (a
+    conversation prompt always is)."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Most prompt + completion tokens read (default: the models' context length)."""
+    dtype: str = "float32"
+    """The models' torch dtype."""
+    device: str = "cpu"
+    """Where the models run (``cpu``, ``cuda``, ``cuda:1``...)."""
+    batch_tokens: int | None = Field(default=None, ge=1)
+    """Most tokens in one forward pass (`ScoringBudget`): by default 8192 on a GPU and one
+    completion at a time on a CPU, where batching gains nothing and copying the prompt's cache
+    per batch row costs (measured in ``perf/implicit_throughput.py``); one at a time,
+    completions that open alike run their shared opening once."""
+    chunk_tokens: int = Field(default=1024, ge=1)
+    """Most tokens of one completion run through the models at once (`ScoringBudget`)."""
+    max_padding: float = Field(default=0.1, ge=0, lt=1)
+    """Most of a batch that may be padding (`ScoringBudget`)."""
 
 
 class LogRatioStepReward(Reward):
     """What progress advantage and the implicit PRM share (see the module docstring).
 
-    Args:
-        policy: The RL-tuned model: a folder, a GGUF file, ``embedded`` or a `LoadedModel`.
-        reference: The model it was tuned from (default: ``embedded``).
-        beta: The scale of the log-ratio (the KL coefficient the policy was trained with, for
-            the implicit PRM; 1 gives plain log-ratios).
-        temperature: The sampling temperature the policy was tuned at; both models' logits are
-            divided by it. TRL's GRPO computes the policy's and the reference's log-probs at its
-            ``temperature`` (default 1.0; the KL penalty too), so the distributions RL
-            regularised - whose log-ratio the methods read as an advantage - are those.
-        aggregate: How step values fold into one value.
-        how, pattern, max_steps, steps_field, chat_template: Step finding (`StepOptions`).
-        max_tokens: Most prompt + completion tokens read (default: the models' context length).
-        dtype, device: Where the models run.
-        batch_tokens, chunk_tokens, max_padding: The `ScoringBudget` of one forward pass.
-            ``batch_tokens`` defaults to 8192 on a GPU and to one completion at a time on a
-            CPU, where batching gains nothing and copying the prompt's cache per batch row
-            costs (measured in ``perf/implicit_throughput.py``); one at a time, completions
-            that open alike run their shared opening once.
+    Options: `LogRatioOptions` (the two models, the scale and temperature, the steps and how they
+    fold, the forward passes' budget).
     """
 
     io_bound = False
@@ -72,11 +103,8 @@ class LogRatioStepReward(Reward):
         reference: ModelSpec = EMBEDDED,
         beta: float = 1.0,
         temperature: float = 1.0,
-        aggregate: Aggregate = "mean",
-        how: str = "auto",
-        pattern: str | None = None,
-        max_steps: int | None = None,
-        steps_field: str = "steps",
+        aggregate: SignedAggregate = "mean",
+        steps: StepOptions = DEFAULT_STEPS,
         chat_template: bool = False,
         max_tokens: int | None = None,
         dtype: str = "float32",
@@ -86,20 +114,12 @@ class LogRatioStepReward(Reward):
         max_padding: float = 0.1,
         name: str | None = None,
     ):
-        if aggregate not in AGGREGATES:
-            raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
-        if aggregate == "product":
-            raise ValueError(
-                "aggregate 'product' needs values in [0, 1]; log-ratios are signed "
-                "(two bad steps would multiply to a good one)"
-            )
-        if max_tokens is not None and max_tokens < 1:
-            raise ValueError(f"max_tokens must be positive, got {max_tokens!r}")
         self.policy_spec, self.reference_spec = policy, reference
-        self.beta = positive_number("beta", beta)
-        self.temperature = positive_number("temperature", temperature)
+        self.beta = float(beta)
+        self.temperature = float(temperature)
         self.aggregate = aggregate
-        self.steps = StepOptions(how, pattern, max_steps, steps_field, chat_template)  # type: ignore[arg-type]
+        self.steps = steps
+        self.chat_template = chat_template
         self.max_tokens = max_tokens
         self.dtype, self.device = dtype, device
         if batch_tokens is None:
@@ -144,7 +164,9 @@ class LogRatioStepReward(Reward):
         groups: dict[tuple[int, ...], list[tuple[int, TokenizedTrajectory]]] = defaultdict(list)
         for index, sample in enumerate(samples):
             try:
-                tokenized = tokenize_sample(sample, policy.tokenizer, self.steps)
+                tokenized = tokenize_sample(
+                    sample, policy.tokenizer, self.steps, chat_template=self.chat_template
+                )
             except InvalidInput as error:
                 scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
                 continue
@@ -161,15 +183,16 @@ class LogRatioStepReward(Reward):
                     )
                 continue
             completions = [
-                t.completion_ids[:room] if room is not None else t.completion_ids for _, t in members
+                list(t.completion_ids[:room] if room is not None else t.completion_ids) for _, t in members
             ]
             runnable.append((prompt_ids, completions))
         policy_lp = policy_scorer.grouped_logprobs(runnable)
         reference_lp = reference_scorer.grouped_logprobs(runnable)
         for (prompt_ids, _), mine, theirs in zip(runnable, policy_lp, reference_lp, strict=True):
             members = groups[prompt_ids]
-            failure = next((result for result in (mine, theirs) if isinstance(result, Exception)), None)
-            if failure is not None:  # a model failure (memory, device) fails its group, not the batch
+            if isinstance(mine, Exception) or isinstance(theirs, Exception):
+                # a model failure (memory, device) fails its group, not the batch
+                failure = mine if isinstance(mine, Exception) else theirs
                 for index, _ in members:
                     reason = (
                         f"{samples[index].label(index)}: the models failed: "
@@ -223,20 +246,25 @@ class LogRatioStepReward(Reward):
         self._loading = threading.Lock()
 
 
+class ProgressAdvantageOptions(LogRatioOptions):
+    """Options of `ProgressAdvantageReward`."""
+
+    token_aggregate: Literal["sum", "mean"] = "sum"
+    """How each model's token log-probabilities fold over a step: ``sum`` (the step's exact
+    log-ratio as one action) or ``mean`` (length-normalised)."""
+
+
+@takes_options(ProgressAdvantageOptions)
 class ProgressAdvantageReward(LogRatioStepReward):
     """Progress advantage: per step, aggregate each model's token log-probabilities, then
     subtract (see the module docstring).
 
-    Args:
-        token_aggregate: ``sum`` (the step's exact log-ratio as one action) or ``mean``.
-        **options: See `LogRatioStepReward`.
+    Options: `ProgressAdvantageOptions` (``token_aggregate``, and those of `LogRatioOptions`).
     """
 
     name = "progress_advantage"
 
     def __init__(self, *, token_aggregate: Literal["sum", "mean"] = "sum", **options: Any):
-        if token_aggregate not in ("sum", "mean"):
-            raise ValueError(f"token_aggregate must be 'sum' or 'mean', got {token_aggregate!r}")
         super().__init__(**options)
         self.token_aggregate = token_aggregate
 
@@ -248,20 +276,25 @@ class ProgressAdvantageReward(LogRatioStepReward):
         return [self.beta * (fold(a) - fold(b)) for a, b in zip(mine, theirs, strict=True)]
 
 
+class ImplicitPRMOptions(LogRatioOptions):
+    """Options of `ImplicitPRMReward`."""
+
+    form: Literal["step", "cumulative"] = "step"
+    """A step's reward: the sum of its token rewards (``step``), or the running sum up to its
+    end (``cumulative``, the Q-value form)."""
+
+
+@takes_options(ImplicitPRMOptions)
 class ImplicitPRMReward(LogRatioStepReward):
     """The implicit PRM: token rewards ``beta * log(pi_RL / pi_ref)`` summed per step, or
     cumulatively to each step's end (see the module docstring).
 
-    Args:
-        form: ``step`` or ``cumulative``.
-        **options: See `LogRatioStepReward`.
+    Options: `ImplicitPRMOptions` (``form``, and those of `LogRatioOptions`).
     """
 
     name = "implicit_prm"
 
     def __init__(self, *, form: Literal["step", "cumulative"] = "step", **options: Any):
-        if form not in ("step", "cumulative"):
-            raise ValueError(f"form must be 'step' or 'cumulative', got {form!r}")
         super().__init__(**options)
         self.form = form
 

@@ -143,8 +143,8 @@ class TokenLogprobScorer:
         budget = self.budget
         batches = length_batches(lengths, budget.batch_tokens, budget.max_padding)
         if all(len(batch) == 1 for batch in batches) and carried is not None:
-            rows = {i: list(completions[i]) for i in scored}
-            for index, values in self._one_at_a_time(prompt_cache, last_logits, rows).items():
+            by_index = {i: list(completions[i]) for i in scored}
+            for index, values in self._one_at_a_time(prompt_cache, last_logits, by_index).items():
                 results[index] = values
             return results, carried
         for batch in batches:

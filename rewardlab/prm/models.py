@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import InstanceOf
+from pydantic.json_schema import SkipJsonSchema
+
 from rewardlab.optional import require
 
 EMBEDDED = "embedded"
@@ -39,15 +42,21 @@ class LoadedModel:
     name: str
 
 
+#: A model as a reward option: a folder, a GGUF file or ``embedded``; from Python, a `Path` or a
+#: `LoadedModel` too.
+ModelOption = str | SkipJsonSchema[InstanceOf[Path]] | SkipJsonSchema[InstanceOf[LoadedModel]]
+
+
 def load_model(
     spec: str | Path | LoadedModel, *, kind: str = "causal_lm", dtype: str = "float32", device: str = "cpu"
 ) -> LoadedModel:
     """The model ``spec`` names, loaded once per process for each (kind, dtype, device).
 
-    ``kind`` is the transformers auto class: ``causal_lm``, ``token_classification``, ``base``
-    (the bare model, for a value head read separately) or ``custom`` (the model's own code in
-    its folder, as the config's ``auto_map`` names it - Qwen2.5-Math-PRM ships that way; the
-    code is read from the local folder only).
+    ``kind`` is the transformers auto class: ``causal_lm``, ``token_classification``,
+    ``sequence_classification`` (outcome reward models), ``base`` (the bare model, for a value
+    head read separately) or ``custom`` / ``custom_sequence_classification`` (the model's own
+    code in its folder, as the config's ``auto_map`` names it - Qwen2.5-Math-PRM and ArmoRM ship
+    that way; the code is read from the local folder only).
     """
     if isinstance(spec, LoadedModel):
         return spec
@@ -62,8 +71,10 @@ def load_model(
                 "token_classification": transformers.AutoModelForTokenClassification,
                 "base": transformers.AutoModel,
                 "custom": transformers.AutoModel,
+                "sequence_classification": transformers.AutoModelForSequenceClassification,
+                "custom_sequence_classification": transformers.AutoModelForSequenceClassification,
             }[kind]
-            extra = {"trust_remote_code": True} if kind == "custom" else {}
+            extra = {"trust_remote_code": True} if kind.startswith("custom") else {}
             model = auto.from_pretrained(folder, dtype=getattr(torch, dtype), **extra).to(device).eval()
             tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
             _loaded[key] = LoadedModel(model, tokenizer, str(spec))

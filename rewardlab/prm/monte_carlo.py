@@ -19,29 +19,103 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from rewardlab.errors import InvalidInput
+from rewardlab.llm.backends import BackendConfig, ClientConfig
 from rewardlab.prm.continuers import Continuation, ContinuationError, Continuer, checked, continuer_from
-from rewardlab.prm.trajectory import StepOptions, text_step_spans
+from rewardlab.prm.models import EMBEDDED
+from rewardlab.prm.trajectory import text_step_spans
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage, message_text
-from rewardlab.rewards.registry import build
-from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
+from rewardlab.rewards.options import OptionError, RewardOptions, RewardSpec, takes_options
+from rewardlab.rewards.registry import built
+from rewardlab.rewards.steps import Aggregate, StepOptions, aggregate_steps
+
+DEFAULT_STEPS = StepOptions()
+#: Options only a local policy takes, and only a served one.
+_LOCAL_ONLY = ("model", "top_p", "chat_template", "dtype", "device")
+_SERVED_ONLY = ("client",)
 
 
+class ContinuerConfig(BaseModel):
+    """The policy that finishes partial solutions: a local model (`LocalContinuer`), or - with a
+    ``backend`` - a model a server serves (`BackendContinuer`). Options not given keep the
+    continuer's defaults."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+
+    backend: BackendConfig | None = None
+    """A backend config: the policy is the model it serves, and it must be able to continue an
+    assistant message (its ``continue_final``). Without one the policy runs in this process."""
+    client: ClientConfig | None = None
+    """How the backend is called (with a ``backend`` only)."""
+    model: str = EMBEDDED
+    """The local policy: a folder, a GGUF file or ``embedded`` (without a ``backend`` only)."""
+    max_tokens: int = Field(default=256, ge=1)
+    """Most tokens of one continuation."""
+    temperature: float = Field(default=0.7, ge=0)
+    """Sampling temperature."""
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    """Nucleus sampling (local policy only)."""
+    seed: int = 0
+    """Seeds each call, with the prompt and prefix (and the sample number, served), so labels are
+    reproducible."""
+    chat_template: bool = False
+    """Render a text prompt as a user turn and the prefix as the start of the assistant's answer
+    (local policy only; a chat prompt always is)."""
+    dtype: str = "float32"
+    """The local policy's torch dtype."""
+    device: str = "cpu"
+    """Where the local policy runs."""
+
+    @model_validator(mode="after")
+    def _options_of_the_kind(self) -> ContinuerConfig:
+        wrong = _LOCAL_ONLY if self.backend is not None else _SERVED_ONLY
+        given = sorted(set(wrong) & self.model_fields_set)
+        if given:
+            kind = "a served policy (with a backend)" if self.backend is not None else "a local policy"
+            raise OptionError(given[0], f"is no option of {kind}")
+        return self
+
+    def continuer(self) -> Continuer:
+        """The continuer these options describe."""
+        return continuer_from(self.model_dump(exclude_unset=True))
+
+
+def _continues(spec: Any) -> Any:
+    if not callable(getattr(spec, "continuations", None)):
+        raise ValueError(f"should have a continuations(prompt, prefix, n) method, got {type(spec).__name__}")
+    return spec
+
+
+class MonteCarloOptions(RewardOptions):
+    """Options of `MonteCarloStepReward`."""
+
+    verifier: RewardSpec
+    """The reward that grades a finished solution, e.g. ``{type: math_answer}``; ``value >=
+    threshold`` counts as correct."""
+    continuer: ContinuerConfig | SkipJsonSchema[Annotated[Any, AfterValidator(_continues)]] | None = None
+    """The policy that finishes partial solutions (default: the embedded model, locally); from
+    Python, any `Continuer` too."""
+    n: int = Field(default=8, ge=1)
+    """Continuations per step."""
+    threshold: float = 1.0
+    """The verifier value that counts as correct."""
+    aggregate: Aggregate = "min"
+    """How step labels fold into the value."""
+    steps: StepOptions = DEFAULT_STEPS
+    """Where the steps are (`StepOptions`)."""
+
+
+@takes_options(MonteCarloOptions)
 class MonteCarloStepReward(Reward):
     """Soft Monte-Carlo step labels as step rewards (see the module docstring).
 
-    Args:
-        verifier: The reward that grades a finished solution (a config or a `Reward`);
-            ``value >= threshold`` counts as correct.
-        continuer: The policy that finishes partial solutions: a config for `LocalContinuer`
-            (``{model: ..., max_tokens: ...}``) or, with a ``backend``, for
-            `BackendContinuer`; or any `Continuer`.
-        n: Continuations per step.
-        threshold: The verifier value that counts as correct.
-        aggregate: How step labels fold into one value (``min`` by default).
-        how, pattern, max_steps, steps_field: Step finding (`StepOptions`).
+    Options: `MonteCarloOptions` (the verifier, the continuing policy, continuations per step,
+    the steps and how they fold).
     """
 
     name = "monte_carlo_steps"
@@ -51,25 +125,20 @@ class MonteCarloStepReward(Reward):
         self,
         *,
         verifier: Reward | Mapping[str, Any],
-        continuer: Continuer | Mapping[str, Any] | None = None,
+        continuer: Continuer | ContinuerConfig | Mapping[str, Any] | None = None,
         n: int = 8,
         threshold: float = 1.0,
         aggregate: Aggregate = "min",
-        how: str = "auto",
-        pattern: str | None = None,
-        max_steps: int | None = None,
-        steps_field: str = "steps",
+        steps: StepOptions = DEFAULT_STEPS,
         name: str | None = None,
     ):
-        if n < 1:
-            raise ValueError(f"n must be at least 1, got {n!r}")
-        if aggregate not in AGGREGATES:
-            raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
-        self.verifier = verifier if isinstance(verifier, Reward) else build(dict(verifier))
+        self.verifier = built(verifier, "verifier")
+        if continuer is None or isinstance(continuer, ContinuerConfig):
+            continuer = (continuer or ContinuerConfig()).continuer()
         self.continuer = continuer_from(continuer)
         self.io_bound = bool(getattr(self.continuer, "io_bound", False))
         self.n, self.threshold, self.aggregate = n, threshold, aggregate
-        self.steps = StepOptions(how, pattern, max_steps, steps_field)  # type: ignore[arg-type]
+        self.steps = steps
         if name is not None:
             self.name = name
 

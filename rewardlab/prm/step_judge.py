@@ -22,25 +22,39 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from rewardlab.errors import InvalidInput
-from rewardlab.judges.judge import Judge, scored
+from rewardlab.judges.judge import Judge, JudgeOptions, scored
 from rewardlab.judges.verdicts import LabelSet, read_label_list
-from rewardlab.prm.trajectory import StepOptions, step_texts
+from rewardlab.prm.trajectory import step_texts
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
-from rewardlab.rewards.steps import AGGREGATES, Aggregate, aggregate_steps
+from rewardlab.rewards.options import takes_options
+from rewardlab.rewards.steps import Aggregate, StepOptions, aggregate_steps
 
 STEP_LABELS = LabelSet(["correct", "incorrect"])
+#: At most 12 steps, so a judge is never asked about hundreds of one-line steps.
+JUDGED_STEPS = StepOptions(max_steps=12)
 
 
+class StepJudgeOptions(JudgeOptions):
+    """Options of `StepJudge`."""
+
+    mode: Literal["per_step", "one_call"] = "per_step"
+    """``per_step``: one call per step, each step judged on its own; ``one_call``: the judge
+    verifies the whole solution step by step in one answer (ThinkPRM-style)."""
+    aggregate: Aggregate = "min"
+    """How step probabilities fold into the value."""
+    use_reference: bool = False
+    """Show the judge the sample's reference solution."""
+    steps: StepOptions = JUDGED_STEPS
+    """Where the steps are (`StepOptions`; at most 12 by default, so a judge is never asked
+    about hundreds of one-line steps)."""
+
+
+@takes_options(StepJudgeOptions)
 class StepJudge(Judge):
     """Per-step verdicts from an LLM judge (see the module docstring).
 
-    Args:
-        mode: ``per_step`` or ``one_call``.
-        aggregate: How step probabilities fold into one value.
-        use_reference: Show the judge the sample's reference solution.
-        how, pattern, max_steps, steps_field: Step finding (`StepOptions`; ``max_steps`` 12 by
-            default, so a judge is never asked about hundreds of one-line steps).
-        **options: Backend, client, template and verdict options of `Judge`.
+    Options: `StepJudgeOptions` (per step or one call, the steps and how they fold), and the
+    backend, client, template and verdict options every judge shares (`JudgeOptions`).
     """
 
     name = "step_judge"
@@ -52,16 +66,9 @@ class StepJudge(Judge):
         mode: Literal["per_step", "one_call"] = "per_step",
         aggregate: Aggregate = "min",
         use_reference: bool = False,
-        how: str = "auto",
-        pattern: str | None = None,
-        max_steps: int | None = 12,
-        steps_field: str = "steps",
+        steps: StepOptions = JUDGED_STEPS,
         **options: Any,
     ):
-        if mode not in ("per_step", "one_call"):
-            raise ValueError(f"mode must be 'per_step' or 'one_call', got {mode!r}")
-        if aggregate not in AGGREGATES:
-            raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, got {aggregate!r}")
         self.default_template = "step_judge_step.jinja" if mode == "per_step" else "step_judge_all.jinja"
         super().__init__(**options)
         if mode == "per_step":
@@ -69,7 +76,7 @@ class StepJudge(Judge):
         self.mode = mode
         self.aggregate = aggregate
         self.use_reference = use_reference
-        self.steps = StepOptions(how, pattern, max_steps, steps_field)  # type: ignore[arg-type]
+        self.steps = steps
 
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)

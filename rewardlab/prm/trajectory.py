@@ -6,9 +6,9 @@ and concatenated, the way trainers build their inputs - so every completion of a
 the prompt's tokens exactly, and a step's tokens come from the completion's own offsets.
 
 - A text prompt is used as it is; a conversation goes through the tokenizer's chat template
-  with the generation prompt (``chat_template: true`` does this for a text prompt too).
-- A text completion is split by `StepOptions`, or placed by a list of step texts in the
-  sample's ``steps_field``.
+  with the generation prompt (``chat_template=True`` does this for a text prompt too).
+- A text completion's steps are found as its reward's `StepOptions` say: split, or placed by
+  a list of step texts in the sample's ``steps.field``.
 - A conversation completion (an agent trajectory) is rendered after the prompt with the chat
   template, one step per assistant message (tool calls included; tool results are context).
   A lone assistant message without tool calls (what TRL passes for a conversational dataset)
@@ -30,29 +30,8 @@ from typing import Any
 
 from rewardlab.errors import InvalidInput, StepSplitError
 from rewardlab.rewards.contract import Sample, message_text
-from rewardlab.rewards.step_splitting import How, given_spans, message_spans, split_steps, token_steps
-
-
-@dataclass(frozen=True, slots=True)
-class StepOptions:
-    """How to find steps in a text completion.
-
-    Attributes:
-        how: A way of `split_steps` (``auto`` by default).
-        pattern: The separator for ``how: regex``.
-        max_steps: Merge the shortest neighbours while there are more steps than this.
-        steps_field: A field that may hold the steps as a list of texts (used when present).
-        chat_template: Render a text prompt as a user message with the chat template.
-    """
-
-    how: How = "auto"
-    pattern: str | None = None
-    max_steps: int | None = None
-    steps_field: str = "steps"
-    chat_template: bool = False
-
-    def __post_init__(self) -> None:
-        split_steps("a", self.how, pattern=self.pattern, max_steps=self.max_steps)  # bad options fail now
+from rewardlab.rewards.step_splitting import message_spans, token_steps
+from rewardlab.rewards.steps import StepOptions, step_spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +45,13 @@ class TokenizedTrajectory:
     completion_text: str
 
 
-def tokenize_sample(sample: Sample, tokenizer: Any, options: StepOptions) -> TokenizedTrajectory:
-    """``sample`` for a model with ``tokenizer``; `InvalidInput` names the field at fault."""
-    prompt_text = _prompt_text(sample.prompt, tokenizer, options)
-    templated = options.chat_template or not isinstance(sample.prompt, str)
+def tokenize_sample(
+    sample: Sample, tokenizer: Any, options: StepOptions, *, chat_template: bool = False
+) -> TokenizedTrajectory:
+    """``sample`` for a model with ``tokenizer``; `InvalidInput` names the field at fault.
+    ``chat_template`` renders a text prompt as a user message with the tokenizer's chat template."""
+    prompt_text = _prompt_text(sample.prompt, tokenizer, chat_template)
+    templated = chat_template or not isinstance(sample.prompt, str)
     if isinstance(sample.completion, str):
         completion_text = sample.completion
         spans = text_step_spans(sample, options)
@@ -107,28 +89,20 @@ def tokenize_sample(sample: Sample, tokenizer: Any, options: StepOptions) -> Tok
     )
 
 
-def _prompt_text(prompt: Any, tokenizer: Any, options: StepOptions) -> str:
-    if isinstance(prompt, str) and not options.chat_template:
+def _prompt_text(prompt: Any, tokenizer: Any, chat_template: bool) -> str:
+    if isinstance(prompt, str) and not chat_template:
         return prompt
     messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
     return _render(tokenizer, messages, "prompt", add_generation_prompt=True)
 
 
 def text_step_spans(sample: Sample, options: StepOptions) -> list[tuple[int, int]]:
-    """The character spans of a text completion's steps: given in ``steps_field``, or split.
-    Given steps are kept as given, whatever ``max_steps`` says: their indices are what a
-    dataset's labels (a ProcessBench first error) refer to; ``max_steps`` bounds splitting only."""
-    given = sample.fields.get(options.steps_field)
-    if given is not None:
-        if not isinstance(given, Sequence) or isinstance(given, str):
-            raise InvalidInput(
-                options.steps_field, f"must be a list of step texts, got {type(given).__name__}"
-            )
-        try:
-            return given_spans(sample.completion, given)
-        except StepSplitError as error:
-            raise InvalidInput(options.steps_field, str(error)) from None
-    return split_steps(sample.completion, options.how, pattern=options.pattern, max_steps=options.max_steps)
+    """The character spans of a text completion's steps (`step_spans`): given in the field
+    ``options.field``, or split. Given steps are kept as given, whatever ``max_steps`` says:
+    their indices are what a dataset's labels (a ProcessBench first error) refer to;
+    ``max_steps`` bounds splitting only."""
+    assert isinstance(sample.completion, str)
+    return step_spans(sample.completion, sample.fields, options)
 
 
 def _trajectory(sample: Sample, tokenizer: Any) -> tuple[str, str, list[tuple[int, int]]]:

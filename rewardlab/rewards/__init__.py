@@ -3,11 +3,13 @@
 - The contract: `Sample`, `Score`, `Status`, `Usage`, `Reward` (`contract`); `RuleReward`, the base
   of per-sample checks run in killable workers (`rule`).
 - Composition and configuration: `Combine`, `Route` (`combine`); `build`, `register`,
-  `available` (`registry`).
+  `available` (`registry`); each reward's options model, `options_model` and `options_schema`
+  (`options`).
 - Rule verifiers: `MathAnswerReward` (`math`), `CodeExecutionReward` (`code`), format, regex and
   string checks (`format`), `JsonSchemaReward`, `InstructionFollowingReward`, length and
   repetition shaping (`shaping`).
-- Steps: `split_steps` (`step_splitting`), `aggregate_steps` and `process_advantages` (`steps`).
+- Steps: `split_steps` (`step_splitting`), `StepOptions`, `aggregate_steps` and
+  `process_advantages` (`steps`).
 
 Names are imported on first use, so importing this package loads no verifier.
 """
@@ -26,6 +28,8 @@ _EXPORTS = {
     "build": "rewardlab.rewards.registry",
     "register": "rewardlab.rewards.registry",
     "available": "rewardlab.rewards.registry",
+    "options_model": "rewardlab.rewards.options",
+    "options_schema": "rewardlab.rewards.options",
     "MathAnswerReward": "rewardlab.rewards.math.reward",
     "CodeExecutionReward": "rewardlab.rewards.code.reward",
     "ThinkAnswerFormatReward": "rewardlab.rewards.format",
@@ -37,6 +41,7 @@ _EXPORTS = {
     "RepetitionPenalty": "rewardlab.rewards.shaping",
     "LengthReward": "rewardlab.rewards.shaping",
     "split_steps": "rewardlab.rewards.step_splitting",
+    "StepOptions": "rewardlab.rewards.steps",
     "aggregate_steps": "rewardlab.rewards.steps",
     "process_advantages": "rewardlab.rewards.steps",
 }

@@ -8,10 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from rewardlab.errors import ConfigError
+from pydantic import Field, model_validator
+
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage, check_batch
+from rewardlab.rewards.options import ComponentSpec, OptionError, RewardOptions, RewardSpec, takes_options
 from rewardlab.rewards.progress import report_done
-from rewardlab.rewards.registry import build
+from rewardlab.rewards.registry import built
 
 
 def _prefixed(name: str, breakdown: Mapping[str, float]) -> dict[str, float]:
@@ -43,81 +45,90 @@ async def _score_all(rewards: Mapping[str, Reward], samples: Sequence[Sample]) -
     return dict(zip(rewards, results, strict=True))
 
 
+class CombineOptions(RewardOptions):
+    """Options of `Combine`."""
+
+    components: dict[str, ComponentSpec] = Field(min_length=1)
+    """Rewards by name: configs (each may add a ``weight``) or, from Python, `Reward` objects. The
+    names key the breakdown and the logged metrics."""
+    weights: dict[str, float] | None = None
+    """Weight per component for ``mode: weighted_sum`` (default 1.0 each); in a config, a
+    component's ``weight`` says the same."""
+    mode: Literal["weighted_sum", "min"] = "weighted_sum"
+    """``weighted_sum`` of the components, or their ``min`` (the worst component decides)."""
+    gate: RewardSpec | None = None
+    """A reward that must pass for the others to count, e.g. accuracy only counts when the
+    format holds. It appears in the breakdown as ``gate/<its name>``. A gate that does not apply
+    to a sample is open; one that failed to score is closed."""
+    gate_threshold: float = 1.0
+    """The gate passes when its value is at least this."""
+    gate_fail_value: float = 0.0
+    """The combined value when the gate fails."""
+    on_component_failure: Literal["fail", "skip"] = "fail"
+    """``fail``: if a component could not score a sample (timeout, backend error, ...), the
+    combined score fails with that status, since a missing term would otherwise read as a 0.
+    ``skip``: combine the remaining ones and list the skipped components and their statuses in
+    ``details["skipped"]``."""
+
+    @model_validator(mode="after")
+    def _weights_name_components(self) -> CombineOptions:
+        inline = [spec for spec in self.components.values() if isinstance(spec, Mapping) and "weight" in spec]
+        unknown = set(self.weights or {}) - set(self.components)
+        if unknown:
+            raise OptionError("weights", f"name unknown components: {sorted(unknown)}")
+        if self.mode == "min" and (self.weights or inline):
+            raise OptionError("mode", "min takes no weights: the worst component decides")
+        return self
+
+
+@takes_options(CombineOptions)
 class Combine(Reward):
     """Named rewards combined into one value, every component kept in the breakdown.
 
-    Args:
-        components: Rewards by name; the names key the breakdown and the logged metrics.
-        weights: Weight per component for ``mode="weighted_sum"`` (default 1.0 each).
-        mode: ``"weighted_sum"`` or ``"min"`` (the worst component decides).
-        gate: Optional reward that must pass for the others to count, e.g. accuracy only counts
-            when the format holds. It appears in the breakdown as ``gate/<its name>``. A gate
-            that does not apply to a sample is open; one that failed to score is closed.
-        gate_threshold: The gate passes when its value is at least this (default 1.0).
-        gate_fail_value: The combined value when the gate fails (default 0.0).
-        on_component_failure: ``"fail"`` (default): if a component could not score a sample
-            (timeout, backend error, ...), the combined score fails with that status, since a
-            missing term would otherwise read as a 0. ``"skip"``: combine the remaining ones and
-            list the skipped components and their statuses in ``details["skipped"]``.
+    Options: `CombineOptions` (components, weights, ``mode`` - weighted sum or min -, a gate,
+    and what a failed component does).
 
     A component that is ``not_applicable`` to a sample is left out of its value; when no
     component applies, the combined score is ``not_applicable`` too.
+
+    Example:
+        >>> combined = Combine({"format": {"type": "think_answer_format", "weight": 0.1},
+        ...                     "accuracy": {"type": "math_answer"}})  # doctest: +SKIP
     """
+
+    name = "combine"
 
     def __init__(
         self,
-        components: Mapping[str, Reward],
+        components: Mapping[str, Reward | Mapping[str, Any]],
         *,
         weights: Mapping[str, float] | None = None,
         mode: Literal["weighted_sum", "min"] = "weighted_sum",
-        gate: Reward | None = None,
+        gate: Reward | Mapping[str, Any] | None = None,
         gate_threshold: float = 1.0,
         gate_fail_value: float = 0.0,
         on_component_failure: Literal["fail", "skip"] = "fail",
-        name: str = "combine",
+        name: str | None = None,
     ):
-        if not components:
-            raise ValueError("Combine needs at least one component")
-        if mode not in ("weighted_sum", "min"):
-            raise ValueError(f"mode must be 'weighted_sum' or 'min', got {mode!r}")
-        if on_component_failure not in ("fail", "skip"):
-            raise ValueError(f"on_component_failure must be 'fail' or 'skip', got {on_component_failure!r}")
-        unknown = set(weights or {}) - set(components)
-        if unknown:
-            raise ValueError(f"weights name unknown components: {sorted(unknown)}")
-        if mode == "min" and weights:
-            raise ValueError("weights have no meaning with mode='min'")
-        self.components = dict(components)
-        self.weights = {key: float((weights or {}).get(key, 1.0)) for key in self.components}
+        self.components, inline = {}, {}
+        for key, given in components.items():
+            spec = given
+            if isinstance(given, Mapping):
+                spec = {"name": key, **given}
+                if "weight" in spec:
+                    inline[key] = spec.pop("weight")
+            self.components[key] = built(spec, "components", key)
+        given = {**(weights or {}), **inline}
+        self.weights = {key: float(given.get(key, 1.0)) for key in self.components}
         self.mode = mode
-        self.gate = gate
+        self.gate = None if gate is None else built(gate, "gate")
         self.gate_threshold = gate_threshold
         self.gate_fail_value = gate_fail_value
         self.on_component_failure = on_component_failure
-        self.name = name
-        self.io_bound = any(r.io_bound for r in [*self.components.values(), *([gate] if gate else [])])
-
-    @classmethod
-    def from_config(cls, options: dict[str, Any], *, path: str) -> Combine:
-        """Build from ``components: {name: {type: ..., weight: w, ...}}`` and an optional ``gate``."""
-        options = dict(options)
-        raw = options.pop("components", None)
-        if not isinstance(raw, Mapping) or not raw:
-            raise ConfigError(path, "combine needs 'components': a mapping of name -> reward config")
-        components, weights = {}, {}
-        for key, entry in raw.items():
-            if not isinstance(entry, Mapping):
-                raise ConfigError(f"{path}.components.{key}", "must be a reward config mapping")
-            sub = {"name": key, **entry}
-            if "weight" in sub:
-                weights[key] = sub.pop("weight")
-            components[key] = build(sub, path=f"{path}.components.{key}".lstrip("."))
-        if options.get("gate") is not None:
-            options["gate"] = build(options["gate"], path=f"{path}.gate".lstrip("."))
-        try:
-            return cls(components, weights=weights or None, **options)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(path, f"combine: {error}") from error
+        if name is not None:
+            self.name = name
+        gated = [self.gate] if self.gate else []
+        self.io_bound = any(r.io_bound for r in [*self.components.values(), *gated])
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         rewards = dict(self.components)
@@ -134,11 +145,12 @@ class Combine(Reward):
         ]
 
     def _combine(self, parts: dict[str, Score], gate: Score | None) -> Score:
+        gate_key = f"gate/{self.gate.name}" if self.gate is not None else "gate"
         breakdown: dict[str, float] = {}
         details: dict[str, Any] = {}
         reasons = [f"{name}: {score.reason}" for name, score in parts.items() if score.reason]
         for name, score in parts.items():
-            if score.ok:
+            if score.value is not None:  # exactly when the score is ok
                 breakdown[name] = score.value
                 breakdown.update(_prefixed(name, score.breakdown))
             if score.details:
@@ -148,7 +160,7 @@ class Combine(Reward):
 
         failed = {n: s for n, s in parts.items() if s.status not in (Status.OK, Status.NOT_APPLICABLE)}
         if gate is not None and gate.status not in (Status.OK, Status.NOT_APPLICABLE):
-            failed = {f"gate/{self.gate.name}": gate, **failed}
+            failed = {gate_key: gate, **failed}
         if failed and self.on_component_failure == "fail":
             first_name, first = next(iter(failed.items()))
             return Score.failure(
@@ -161,7 +173,7 @@ class Combine(Reward):
         if failed:
             details["skipped"] = {name: str(failed[name].status) for name in sorted(failed)}
 
-        counted = {name: score.value for name, score in parts.items() if score.ok}
+        counted = {name: score.value for name, score in parts.items() if score.value is not None}
         if not counted:
             return Score.failure(
                 Status.NOT_APPLICABLE,
@@ -174,14 +186,14 @@ class Combine(Reward):
             value = min(counted.values())
         else:
             value = sum(self.weights[name] * v for name, v in counted.items())
-        if gate is not None and gate.ok:
-            breakdown[f"gate/{self.gate.name}"] = gate.value
+        if gate is not None and gate.value is not None:
+            breakdown[gate_key] = gate.value
         # A gate that could not score (skipped above) is closed: nothing unverified gets through.
         # One that does not apply to the sample is open.
         gate_open = (
             gate is None
             or gate.status is Status.NOT_APPLICABLE
-            or (gate.ok and gate.value >= self.gate_threshold)
+            or (gate.value is not None and gate.value >= self.gate_threshold)
         )
         if not gate_open:
             value = self.gate_fail_value
@@ -193,54 +205,50 @@ class Combine(Reward):
             reward.close()
 
 
+class RouteOptions(RewardOptions):
+    """Options of `Route`."""
+
+    routes: dict[str, RewardSpec] = Field(min_length=1)
+    """Reward per field value, e.g. ``{math: ..., code: ...}``: configs or, from Python, `Reward`
+    objects."""
+    by: str = "data_source"
+    """The `Sample.fields` key whose value names the route."""
+    default: RewardSpec | None = None
+    """Reward for values that have no route; without one such samples are ``not_applicable``
+    (and samples without the field ``invalid_input``)."""
+
+
+@takes_options(RouteOptions)
 class Route(Reward):
     """Dispatch each sample to a reward chosen by one of its fields, so one pipeline scores a
     mixed batch (math, code, open-ended), the way verl dispatches on ``data_source``.
 
-    Args:
-        routes: Reward per field value, e.g. ``{"math": ..., "code": ...}``.
-        by: The `Sample.fields` key that names the route (default ``"data_source"``).
-        default: Reward for values that have no route; without one such samples are
-            ``not_applicable``.
+    Options: `RouteOptions` (``routes``, ``by``, ``default``).
 
     The routed value is also reported in the breakdown under the route key, so that per-task
     means show up as separate metrics.
     """
 
+    name = "route"
+
     def __init__(
         self,
-        routes: Mapping[str, Reward],
+        routes: Mapping[str, Reward | Mapping[str, Any]],
         *,
         by: str = "data_source",
-        default: Reward | None = None,
-        name: str = "route",
+        default: Reward | Mapping[str, Any] | None = None,
+        name: str | None = None,
     ):
-        if not routes:
-            raise ValueError("Route needs at least one route")
-        self.routes = dict(routes)
+        self.routes = {
+            str(key): built({"name": str(key), **spec} if isinstance(spec, Mapping) else spec, "routes", key)
+            for key, spec in routes.items()
+        }
         self.by = by
-        self.default = default
-        self.name = name
-        self.io_bound = any(r.io_bound for r in [*self.routes.values(), *([default] if default else [])])
-
-    @classmethod
-    def from_config(cls, options: dict[str, Any], *, path: str) -> Route:
-        """Build from ``routes: {value: reward config}`` and an optional ``default`` config."""
-        options = dict(options)
-        raw = options.pop("routes", None)
-        if not isinstance(raw, Mapping) or not raw:
-            raise ConfigError(path, "route needs 'routes': a mapping of field value -> reward config")
-        routes = {}
-        for key, entry in raw.items():
-            if not isinstance(entry, Mapping):
-                raise ConfigError(f"{path}.routes.{key}", "must be a reward config mapping")
-            routes[str(key)] = build({"name": str(key), **entry}, path=f"{path}.routes.{key}".lstrip("."))
-        if options.get("default") is not None:
-            options["default"] = build(options["default"], path=f"{path}.default".lstrip("."))
-        try:
-            return cls(routes, **options)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(path, f"route: {error}") from error
+        self.default = None if default is None else built(default, "default")
+        if name is not None:
+            self.name = name
+        defaults = [self.default] if self.default else []
+        self.io_bound = any(r.io_bound for r in [*self.routes.values(), *defaults])
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)
@@ -264,12 +272,17 @@ class Route(Reward):
                 )
 
         async def run(key: str, indices: list[int]) -> None:
-            reward = self.default if key == "\0default" else self.routes[key]
+            reward = self.routes.get(key, self.default)
+            assert reward is not None  # a key without a route is grouped only when there is a default
             subset = [samples[i] for i in indices]
             results = await scores_or_failures(reward, subset)
             label = "default" if key == "\0default" else key
             for index, score in zip(indices, results, strict=True):
-                breakdown = {label: score.value, **_prefixed(label, score.breakdown)} if score.ok else {}
+                breakdown = (
+                    {label: score.value, **_prefixed(label, score.breakdown)}
+                    if score.value is not None
+                    else {}
+                )
                 scores[index] = replace(score, breakdown=breakdown, details={**score.details, "route": label})
             report_done(self, len(indices))
 

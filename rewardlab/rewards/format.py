@@ -11,6 +11,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from pydantic import Field, field_validator, model_validator
+
 from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion, Region
 from rewardlab.rewards.contract import Sample, Score
@@ -18,18 +20,40 @@ from rewardlab.rewards.details import clipped
 from rewardlab.rewards.math.extract import bare_answer, extract_answer, offers_another
 from rewardlab.rewards.math.spans import boxes
 from rewardlab.rewards.math.text import reader_text, without_invisible
+from rewardlab.rewards.options import OptionError, RuleOptions, TagName, WorkerOptions, takes_options
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
-_TAG_NAME = re.compile(r"[A-Za-z_][\w.-]*")
+
+class ThinkAnswerFormatOptions(WorkerOptions):
+    """Options of `ThinkAnswerFormatReward`."""
+
+    think_tag: TagName = "think"
+    """Name of the reasoning tag."""
+    answer_tag: TagName = "answer"
+    """Name of the answer tag."""
+    require_answer_tag: bool = True
+    """The answer must sit in an answer block. False: whatever follows the think block is the
+    answer, as in TRL's ``think_format_reward``; an answer block is still allowed, and then it
+    must be well formed."""
+    allow_text_outside: bool = False
+    """False (strict, like the DeepSeek-R1 format reward and TRL's ``think_format_reward``): the
+    completion starts with the think block and, when it has an answer block, ends with it, with
+    only whitespace in between. True only checks the tags, for policies that may add a preamble
+    or a closing remark."""
+    think_opened_in_prompt: bool = False
+    """The chat template already ends the prompt with the opening think tag (DeepSeek-R1 and some
+    Qwen3 templates): the completion then starts inside the think block, and an opening tag in it
+    would start a second block."""
+
+    @model_validator(mode="after")
+    def _tags_differ(self) -> ThinkAnswerFormatOptions:
+        if self.think_tag == self.answer_tag:
+            raise OptionError("answer_tag", f"must differ from think_tag, both are {self.think_tag!r}")
+        return self
 
 
-def _checked_tag_name(option: str, value: str) -> str:
-    if not isinstance(value, str) or not _TAG_NAME.fullmatch(value):
-        raise ValueError(f"{option} must be a bare tag name such as 'think', got {value!r}")
-    return value
-
-
+@takes_options(ThinkAnswerFormatOptions)
 class ThinkAnswerFormatReward(RuleReward):
     """1.0 when the completion has the reasoning-then-answer tag structure, else 0.0.
 
@@ -48,22 +72,7 @@ class ThinkAnswerFormatReward(RuleReward):
     - ``empty_answer``: the answer holds some text. An empty ``<answer></answer>`` cannot be graded,
       and paying a format bonus for it invites the policy to stop answering.
 
-    Args:
-        think_tag: Name of the reasoning tag (default ``"think"``).
-        answer_tag: Name of the answer tag (default ``"answer"``).
-        require_answer_tag: When True (default), the answer must sit in an answer block. When False,
-            whatever follows the think block is the answer, as in TRL's ``think_format_reward``; an
-            answer block is still allowed, and then it must be well formed.
-        allow_text_outside: When False (default, strict, like the DeepSeek-R1 format reward and TRL's
-            ``think_format_reward``), the completion starts with the think block and, when it has an
-            answer block, ends with it, with only whitespace in between. True only checks the tags,
-            for policies that may add a preamble or a closing remark.
-        think_opened_in_prompt: Set to True when the chat template already ends the prompt with the
-            opening think tag (DeepSeek-R1 and some Qwen3 templates): the completion then starts
-            inside the think block, and an opening tag in it would start a second block.
-        execution, sample_budget_s: The killable worker and per-sample budget its checks run under
-            (see `RuleReward.configure_rule`).
-        name: Stable name for logs and metrics.
+    Options: `ThinkAnswerFormatOptions` (the tag names, how strict the layout is).
 
     Example:
         >>> from rewardlab import Sample
@@ -75,6 +84,8 @@ class ThinkAnswerFormatReward(RuleReward):
         [1.0, 0.0]
     """
 
+    name = "think_answer_format"
+
     def __init__(
         self,
         *,
@@ -83,22 +94,19 @@ class ThinkAnswerFormatReward(RuleReward):
         require_answer_tag: bool = True,
         allow_text_outside: bool = False,
         think_opened_in_prompt: bool = False,
-        execution: str = "worker",
+        execution: Literal["worker", "inline"] = "worker",
         sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
-        name: str = "think_answer_format",
+        name: str | None = None,
     ):
         # The format is the whole completion's: its tags are what is checked.
         self.configure_rule(answer_region="whole", execution=execution, sample_budget_s=sample_budget_s)
-        _checked_tag_name("think_tag", think_tag)
-        _checked_tag_name("answer_tag", answer_tag)
-        if think_tag == answer_tag:
-            raise ValueError(f"think_tag and answer_tag must differ, both are {think_tag!r}")
         self.think_tag = think_tag
         self.answer_tag = answer_tag
         self.require_answer_tag = require_answer_tag
         self.allow_text_outside = allow_text_outside
         self.think_opened_in_prompt = think_opened_in_prompt
-        self.name = name
+        if name is not None:
+            self.name = name
 
     def check(self, sample: Sample) -> Score:
         text = sample.completion_text
@@ -181,6 +189,7 @@ _REGEX_FLAGS = {
     "VERBOSE": re.VERBOSE,
     "ASCII": re.ASCII,
 }
+RegexFlag = Literal["IGNORECASE", "DOTALL", "MULTILINE", "VERBOSE", "ASCII"]
 # Matched text is copied into details for inspection; a fullmatch of a long completion would
 # otherwise copy the whole completion into every output row.
 _DETAIL_CHARS = 1000
@@ -190,28 +199,62 @@ def _clipped(text: str | None) -> str | None:
     return clipped(text, _DETAIL_CHARS)
 
 
+def _compiled(pattern: str, flags: Sequence[str] | str) -> re.Pattern[str]:
+    combined = re.NOFLAG
+    for flag in [flags] if isinstance(flags, str) else flags:
+        combined |= _REGEX_FLAGS[flag]
+    try:
+        return re.compile(pattern, combined)
+    except re.error as error:
+        raise ValueError(f"invalid regular expression {pattern!r}: {error}") from None
+
+
+class RegexMatchOptions(RuleOptions):
+    """Options of `RegexMatchReward`."""
+
+    pattern: str
+    """The regular expression (Python ``re`` syntax); one that does not compile is a config
+    error, not a failure of every sample."""
+    mode: Literal["search", "fullmatch"] = "search"
+    """``search``: the pattern matches anywhere. ``fullmatch``: it must match the whole answer
+    region, the right choice for a format that allows nothing else."""
+    flags: list[RegexFlag] | RegexFlag = ()  # type: ignore[assignment]
+    """Names of ``re`` flags: ``IGNORECASE``, ``DOTALL``, ``MULTILINE``, ``VERBOSE``, ``ASCII``."""
+    max_chars: int = Field(default=200_000, gt=0)
+    """Answer regions longer than this are not matched and score 0.0 (the model wrote them; a
+    failure status would drop them from training): a pattern with nested quantifiers can take
+    exponential time, and a runaway rollout should not stall the batch (``sample_budget_s``
+    bounds the rest)."""
+
+    @field_validator("flags", mode="before")
+    @classmethod
+    def _upper_case(cls, flags: Any) -> Any:
+        if isinstance(flags, str):
+            return flags.upper()
+        if isinstance(flags, Sequence):
+            return [flag.upper() if isinstance(flag, str) else flag for flag in flags]
+        return flags
+
+    @model_validator(mode="after")
+    def _usable(self) -> RegexMatchOptions:
+        try:
+            _compiled(self.pattern, self.flags)
+            _refuse_region_markers(self.pattern, AnswerRegion.from_option(self.answer_region))
+        except ValueError as error:
+            raise OptionError("pattern", str(error)) from None
+        return self
+
+
+@takes_options(RegexMatchOptions)
 class RegexMatchReward(RuleReward):
     """1.0 when a regular expression matches the completion, else 0.0.
 
-    Args:
-        pattern: The regular expression (Python ``re`` syntax). An invalid pattern is a config error
-            raised here, not a failure of every sample.
-        mode: ``"search"`` (default): the pattern matches anywhere. ``"fullmatch"``: it must match the
-            whole completion, the right choice for a format that allows nothing else.
-        flags: Names of ``re`` flags, e.g. ``["IGNORECASE", "DOTALL", "MULTILINE"]``; also
-            ``VERBOSE`` and ``ASCII``.
-        max_chars: Completions longer than this (default 200,000 characters) are not matched and
-            score 0.0 (the model wrote them; a failure status would drop them from training): a
-            pattern with nested quantifiers can take exponential time, and a runaway rollout should
-            not stall the batch (``sample_budget_s`` bounds the rest). An answer block is read in its
-            place: the words around it can negate or take it back, as around a box.
-        answer_region, execution, sample_budget_s: The options every rule reward shares (see
-            `RuleReward.configure_rule`): where the answer is read (default: outside reasoning
-            blocks), and the killable worker and per-sample budget its checks run under.
-        name: Stable name for logs and metrics.
+    Options: `RegexMatchOptions` (the pattern, ``search`` or ``fullmatch``, flags, a length
+    bound), and where the answer is read and how checks run (`RuleOptions`).
 
     The pattern is matched against the answer region: set ``answer_region: whole`` for a pattern
-    that checks the format of the whole completion, reasoning tags included.
+    that checks the format of the whole completion, reasoning tags included. An answer block is
+    read in its place: the words around it can negate or take it back, as around a box.
 
     ``details`` holds the match span, the matched text and the groups (each clipped to 1,000
     characters).
@@ -224,39 +267,28 @@ class RegexMatchReward(RuleReward):
         (1.0, ['42'])
     """
 
+    name = "regex_match"
+
     def __init__(
         self,
         pattern: str,
         *,
         mode: Literal["search", "fullmatch"] = "search",
-        flags: Sequence[str] | str = (),
+        flags: Sequence[RegexFlag] | RegexFlag = (),
         max_chars: int = 200_000,
         answer_region: Any = None,
-        execution: str = "worker",
+        execution: Literal["worker", "inline"] = "worker",
         sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
-        name: str = "regex_match",
+        name: str | None = None,
     ):
         self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
-        _refuse_region_markers(pattern, self.answer_region)
-        if mode not in ("search", "fullmatch"):
-            raise ValueError(f"mode must be 'search' or 'fullmatch', got {mode!r}")
-        if max_chars <= 0:
-            raise ValueError(f"max_chars must be positive, got {max_chars}")
-        flag_names = [flags] if isinstance(flags, str) else list(flags)
-        combined = re.NOFLAG
-        for flag_name in flag_names:
-            if str(flag_name).upper() not in _REGEX_FLAGS:
-                raise ValueError(f"unknown regex flag {flag_name!r}; one of: {', '.join(_REGEX_FLAGS)}")
-            combined |= _REGEX_FLAGS[str(flag_name).upper()]
-        try:
-            self.regex = re.compile(pattern, combined)
-        except re.error as error:
-            raise ValueError(f"invalid regular expression {pattern!r}: {error}") from None
+        self.regex = _compiled(pattern, flags)
         self.pattern = pattern
         self.mode = mode
-        self.flags = [str(f).upper() for f in flag_names]
+        self.flags = [flags] if isinstance(flags, str) else list(flags)
         self.max_chars = max_chars
-        self.name = name
+        if name is not None:
+            self.name = name
 
     def check(self, sample: Sample) -> Score:
         region = self.answer(sample)
@@ -375,27 +407,32 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+class StringMatchOptions(RuleOptions):
+    """Options of `StringMatchReward`."""
+
+    extract: Literal["answer_tag", "last_line", "boxed"] | None = None
+    """Where the answer is. None: the whole answer region. ``answer_tag``: the
+    ``<answer>...</answer>`` block (tag name from ``answer_tag``), required. ``last_line``: the
+    last non-blank line. ``boxed``: the answer the boxes state, read as ``math_answer`` reads them
+    (a negated box, or boxes that disagree, state none). A completion without the expected
+    answer scores 0.0 (the model did not answer), with the reason."""
+    normalize: bool = True
+    """Compare after `normalize_answer`: lowercase, strip, collapse whitespace, strip surrounding
+    punctuation and quotes, drop articles. False compares the exact strings."""
+    references_field: str | None = None
+    """Also accept any of several gold answers listed in ``sample.fields[references_field]``
+    (e.g. the aliases of a TriviaQA answer). The field is then required; ``sample.reference``,
+    when set, is accepted too."""
+    answer_tag: TagName = "answer"
+    """Tag name for ``extract: answer_tag``."""
+
+
+@takes_options(StringMatchOptions)
 class StringMatchReward(RuleReward):
     """1.0 when the completion (or the answer extracted from it) equals a reference, else 0.0.
 
-    Args:
-        extract: Where the answer is. ``None`` (default): the whole answer region. ``"answer_tag"``:
-            the ``<answer>...</answer>`` block (tag name from ``answer_tag``), required.
-            ``"last_line"``: the last non-blank line. ``"boxed"``: the answer the boxes state, read as
-            ``math_answer`` reads them (a negated box, or boxes that disagree, state none). A
-            completion without the expected answer scores 0.0 (the model did not answer), with the
-            reason.
-        normalize: Compare after `normalize_answer` (default True): lowercase, strip, collapse
-            whitespace, strip surrounding punctuation and quotes, drop articles. False compares the
-            exact strings.
-        references_field: Also accept any of several gold answers listed in
-            ``sample.fields[references_field]`` (e.g. the aliases of a TriviaQA answer). The field is then
-            required; ``sample.reference``, when set, is accepted too.
-        answer_tag: Tag name for ``extract="answer_tag"`` (default ``"answer"``).
-        answer_region, execution, sample_budget_s: The options every rule reward shares (see
-            `RuleReward.configure_rule`): where the answer is read (default: outside reasoning
-            blocks), and the killable worker and per-sample budget its checks run under.
-        name: Stable name for logs and metrics.
+    Options: `StringMatchOptions` (where the answer is, how strings compare, where the accepted
+    answers are), and where the answer is read and how checks run (`RuleOptions`).
 
     A sample without any reference has status ``invalid_input``.
 
@@ -407,6 +444,8 @@ class StringMatchReward(RuleReward):
         1.0
     """
 
+    name = "string_match"
+
     def __init__(
         self,
         *,
@@ -415,17 +454,16 @@ class StringMatchReward(RuleReward):
         references_field: str | None = None,
         answer_tag: str = "answer",
         answer_region: Any = None,
-        execution: str = "worker",
+        execution: Literal["worker", "inline"] = "worker",
         sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
-        name: str = "string_match",
+        name: str | None = None,
     ):
-        if extract not in (None, "answer_tag", "last_line", "boxed"):
-            raise ValueError(f"extract must be None, 'answer_tag', 'last_line' or 'boxed', got {extract!r}")
         self.extract = extract
         self.normalize = normalize
         self.references_field = references_field
-        self.answer_tag = _checked_tag_name("answer_tag", answer_tag)
-        self.name = name
+        self.answer_tag = answer_tag
+        if name is not None:
+            self.name = name
         if extract == "answer_tag" and answer_region is None:
             # The answer block is the region: the answer is read from the tag asked for.
             answer_region = {"answer_tags": [answer_tag]}

@@ -38,6 +38,7 @@ from rewardlab.errors import InvalidInput, MissingDependency
 from rewardlab.rewards.answer_region import AnswerRegion
 from rewardlab.rewards.contract import Sample, Score
 from rewardlab.rewards.instruction_checkers import install as install_linear_checkers
+from rewardlab.rewards.options import RuleOptions, takes_options
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 from rewardlab.rewards.visible_text import as_seen
@@ -106,8 +107,10 @@ def _make_if_verifiable_offline() -> dict[str, Mapping[str, type]]:
     install_linear_checkers(ifeval_instructions, ifbench_instructions)
 
     offline_nltk = types.ModuleType("nltk", "nltk with a word_tokenize that needs no downloaded data")
-    offline_nltk.__getattr__ = functools.partial(getattr, nltk)  # everything else is nltk's own
-    offline_nltk.word_tokenize = _offline_word_tokenize
+    # everything but word_tokenize is nltk's own
+    vars(offline_nltk).update(
+        __getattr__=functools.partial(getattr, nltk), word_tokenize=_offline_word_tokenize
+    )
     for module in (ifeval_util, ifbench_util, ifbench_instructions):
         module.nltk = offline_nltk
     for module in (ifeval_util, ifbench_util):
@@ -134,6 +137,29 @@ def _given_arguments(raw: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+class InstructionFollowingOptions(RuleOptions):
+    """Options of `InstructionFollowingReward`."""
+
+    benchmark: Literal["ifeval", "ifbench"] = "ifeval"
+    """``ifeval``: Google's 25 IFEval constraints; ``ifbench``: AllenAI's 58 out-of-distribution
+    constraints."""
+    mode: Literal["strict", "loose"] = "strict"
+    """``strict`` checks the response as it is. ``loose`` also accepts it when some variant passes:
+    without the first line, the last line, both, or markdown asterisks, as the benchmarks' loose
+    accuracy does."""
+    aggregate: Literal["fraction", "all_or_nothing"] = "fraction"
+    """``fraction``: the fraction of constraints met (the benchmarks' instruction-level accuracy),
+    a denser signal for training. ``all_or_nothing``: 1.0 only when every constraint is met
+    (prompt-level accuracy)."""
+    ids_field: str = "instruction_id_list"
+    """`Sample.fields` key of the instruction id list."""
+    kwargs_field: str = "kwargs"
+    """`Sample.fields` key of the argument list, one mapping per instruction. Argument names a
+    checker does not use may be present with value None, as in the Hugging Face IFEval rows. A
+    missing field means no instruction takes arguments."""
+
+
+@takes_options(InstructionFollowingOptions)
 class InstructionFollowingReward(RuleReward):
     """The share of a row's IFEval or IFBench constraints that the completion satisfies.
 
@@ -147,23 +173,9 @@ class InstructionFollowingReward(RuleReward):
     (`rewardlab.rewards.visible_text`: invisible ones dropped, a full-width ``，`` or an Arabic ``،`` is
     a comma, a Cyrillic ``е`` inside an English word is an ``e``).
 
-    Args:
-        benchmark: ``"ifeval"`` (default; Google's 25 IFEval constraints) or ``"ifbench"`` (AllenAI's
-            58 out-of-distribution constraints).
-        mode: ``"strict"`` (default) checks the completion as it is. ``"loose"`` also accepts it when
-            some variant passes: without the first line, the last line, both, or markdown asterisks,
-            as the benchmarks' loose accuracy does.
-        aggregate: ``"fraction"`` (default): the fraction of constraints met (the benchmarks'
-            instruction-level accuracy), a denser signal for training. ``"all"``: 1.0 only when every
-            constraint is met (prompt-level accuracy).
-        ids_field: `Sample.fields` key of the instruction id list (default ``"instruction_id_list"``).
-        kwargs_field: `Sample.fields` key of the argument list, one mapping per instruction (default
-            ``"kwargs"``). Argument names a checker does not use may be present with value None, as
-            in the Hugging Face IFEval rows. A missing field means no instruction takes arguments.
-        answer_region, execution, sample_budget_s: The options every rule reward shares (see
-            `RuleReward.configure_rule`): where the answer is read (default: outside reasoning
-            blocks), and the killable worker and per-sample budget its checks run under.
-        name: Stable name for logs and metrics.
+    Options: `InstructionFollowingOptions` (which benchmark's checkers, strict or loose, how the
+    constraints fold, the fields that list them), and where the answer is read and how checks run
+    (`RuleOptions`).
 
     ``breakdown`` maps each instruction id to 1.0 or 0.0 (a repeated id gets ``#2``, ``#3``...);
     ``details["failed"]`` lists the ids not met. A sample with an unknown id, a missing or invalid
@@ -184,36 +196,33 @@ class InstructionFollowingReward(RuleReward):
         (0.5, ['punctuation:no_comma'])
     """
 
+    name = "instruction_following"
+
     def __init__(
         self,
         *,
         benchmark: Literal["ifeval", "ifbench"] = "ifeval",
         mode: Literal["strict", "loose"] = "strict",
-        aggregate: Literal["fraction", "all"] = "fraction",
+        aggregate: Literal["fraction", "all_or_nothing"] = "fraction",
         ids_field: str = "instruction_id_list",
         kwargs_field: str = "kwargs",
         answer_region: Any = None,
-        execution: str = "worker",
+        execution: Literal["worker", "inline"] = "worker",
         sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
-        name: str = "instruction_following",
+        name: str | None = None,
     ):
         if answer_region is None:
             # The whole response is what the instructions constrain: an answer block does not
             # narrow it (a compliant stub in <answer> tags must not stand for the response).
             answer_region = AnswerRegion(answers=())
         self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
-        if benchmark not in _REGISTRIES:
-            raise ValueError(f"benchmark must be one of {', '.join(_REGISTRIES)}, got {benchmark!r}")
-        if mode not in ("strict", "loose"):
-            raise ValueError(f"mode must be 'strict' or 'loose', got {mode!r}")
-        if aggregate not in ("fraction", "all"):
-            raise ValueError(f"aggregate must be 'fraction' or 'all', got {aggregate!r}")
         self.benchmark = benchmark
         self.mode = mode
         self.aggregate = aggregate
         self.ids_field = ids_field
         self.kwargs_field = kwargs_field
-        self.name = name
+        if name is not None:
+            self.name = name
         self._registry = _REGISTRIES[benchmark]
 
     def check(self, sample: Sample) -> Score:

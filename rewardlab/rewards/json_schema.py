@@ -35,6 +35,7 @@ import jsonschema
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 from jsonschema import validators
 from jsonschema.protocols import Validator
+from pydantic import Field, model_validator
 from referencing import Registry
 from referencing.exceptions import NoSuchResource, Unresolvable
 
@@ -44,6 +45,7 @@ from rewardlab.rewards.details import clipped
 from rewardlab.rewards.fences import fenced_blocks
 from rewardlab.rewards.markup import without_comments, without_hidden_html, without_unrendered
 from rewardlab.rewards.math.commitment import retraction
+from rewardlab.rewards.options import OptionError, RuleOptions, takes_options
 from rewardlab.rewards.rule import RuleReward
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
@@ -205,7 +207,8 @@ def load_validator(schema: Any, *, check_formats: bool) -> Validator:
         raise ValueError(f"a schema is a JSON object or a boolean, got {type(schema).__name__}")
     validator_class = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        validator_class.check_schema(schema)
+        # The stubs want a dict; a boolean is a valid schema too (``true`` accepts everything).
+        validator_class.check_schema(schema)  # type: ignore[arg-type]
     except jsonschema.SchemaError as error:
         raise ValueError(f"invalid schema at {error.json_path}: {_clipped(error.message)}") from None
     format_checker = validator_class.FORMAT_CHECKER if check_formats else None
@@ -213,31 +216,47 @@ def load_validator(schema: Any, *, check_formats: bool) -> Validator:
     return linear(schema, format_checker=format_checker, registry=_NO_RETRIEVAL)
 
 
+class JsonSchemaOptions(RuleOptions):
+    """Options of `JsonSchemaReward`."""
+
+    schema_: dict[str, Any] | bool | str | None = Field(default=None, alias="schema")
+    """The JSON Schema every sample is checked against (a mapping, or its JSON text). When given,
+    per-sample schemas are ignored. A schema that is itself broken is a config error."""
+    schema_field: str = "schema"
+    """Where a per-sample schema sits in ``sample.fields`` when ``schema`` is not given; a mapping
+    or its JSON text (datasets often store schemas as strings, since they differ in shape from row
+    to row)."""
+    extract: Literal["auto", "whole", "fenced"] = "auto"
+    """Where the JSON is. ``whole``: the whole answer region. ``fenced``: the fenced block marked
+    ``json``, else an unmarked one that holds JSON, found as CommonMark finds them (several blocks
+    that hold different JSON are no single output). ``auto``: the ```` ```json ```` block if there
+    is one, else the whole answer region."""
+    check_formats: bool = False
+    """Also assert ``format`` keywords (``email``, ``date-time``, ...); off by default, as the JSON
+    Schema specification makes ``format`` an annotation only."""
+    max_errors: int = Field(default=10, ge=1)
+    """How many validation errors ``details["errors"]`` lists."""
+
+    @model_validator(mode="after")
+    def _valid_schema(self) -> JsonSchemaOptions:
+        if self.schema_ is not None:
+            try:
+                load_validator(self.schema_, check_formats=self.check_formats)
+            except ValueError as error:
+                raise OptionError("schema", str(error)) from None
+        return self
+
+
+@takes_options(JsonSchemaOptions)
 class JsonSchemaReward(RuleReward):
     """1.0 when the completion holds JSON that is valid under a JSON Schema, else 0.0.
 
-    A completion that holds no JSON at all scores 0.0 with the parse error as the reason: producing
-    JSON was the model's task. A schema that is itself broken is not the model's fault: given here it
-    raises ValueError, given per sample it makes that sample ``invalid_input``.
+    Options: `JsonSchemaOptions` (the schema or where each sample's is, where the JSON is), and
+    where the answer is read and how checks run (`RuleOptions`).
 
-    Args:
-        schema: The schema every sample is checked against (a mapping, or its JSON text). When given,
-            per-sample schemas are ignored.
-        schema_field: Where a per-sample schema sits in ``sample.fields`` when ``schema`` is None
-            (default ``"schema"``); a mapping or its JSON text (datasets often store schemas as
-            strings, since they differ in shape from row to row).
-        extract: Where the JSON is. ``"whole"``: the whole completion. ``"fenced"``: the fenced
-            block marked ``json``, else an unmarked one that holds JSON, found as CommonMark finds
-            them (several blocks that hold different JSON are no single output: a consumer reading
-            the first would read another value). ``"auto"`` (default): the
-            ```` ```json ```` block if there is one, else the whole completion.
-        check_formats: Also assert ``format`` keywords (``email``, ``date-time``, ...). Off by default,
-            as the JSON Schema specification makes ``format`` an annotation only.
-        max_errors: How many validation errors ``details["errors"]`` lists (default 10).
-        answer_region, execution, sample_budget_s: The options every rule reward shares (see
-            `RuleReward.configure_rule`): where the answer is read (default: outside reasoning
-            blocks), and the killable worker and per-sample budget its checks run under.
-        name: Stable name for logs and metrics.
+    A completion that holds no JSON at all scores 0.0 with the parse error as the reason: producing
+    JSON was the model's task. A schema that is itself broken is not the model's fault: given as an
+    option it is a config error, given per sample it makes that sample ``invalid_input``.
 
     JSON is read strictly: ``NaN``, ``Infinity`` and an object with a key twice (a first-wins and
     a last-wins reader disagree on it) are not JSON. The draft is the one the schema's ``$schema``
@@ -255,6 +274,8 @@ class JsonSchemaReward(RuleReward):
         [1.0, 0.0]
     """
 
+    name = "json_schema"
+
     def __init__(
         self,
         *,
@@ -264,15 +285,11 @@ class JsonSchemaReward(RuleReward):
         check_formats: bool = False,
         max_errors: int = 10,
         answer_region: Any = None,
-        execution: str = "worker",
+        execution: Literal["worker", "inline"] = "worker",
         sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
-        name: str = "json_schema",
+        name: str | None = None,
     ):
         self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
-        if extract not in ("auto", "whole", "fenced"):
-            raise ValueError(f"extract must be 'auto', 'whole' or 'fenced', got {extract!r}")
-        if max_errors < 1:
-            raise ValueError(f"max_errors must be at least 1, got {max_errors}")
         self.schema = schema
         # Built here so that a bad schema is a config error now; rebuilt after unpickling
         # (jsonschema validators hold closures that do not pickle).
@@ -281,7 +298,8 @@ class JsonSchemaReward(RuleReward):
         self.extract = extract
         self.check_formats = check_formats
         self.max_errors = max_errors
-        self.name = name
+        if name is not None:
+            self.name = name
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "validator": None}

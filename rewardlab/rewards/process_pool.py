@@ -29,6 +29,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 _MAIN_LOCK = threading.Lock()
@@ -52,7 +53,9 @@ def _main_module_hidden() -> Iterator[None]:
     """
     main = sys.modules["__main__"]
     with _MAIN_LOCK:
-        saved = {key: main.__dict__[key] for key in ("__spec__", "__file__") if key in main.__dict__}
+        saved: dict[str, Any] = {
+            key: main.__dict__[key] for key in ("__spec__", "__file__") if key in main.__dict__
+        }
         main.__dict__["__spec__"] = None
         main.__dict__.pop("__file__", None)
         try:
@@ -162,7 +165,7 @@ class LazyPool:
         return {"factory": self.factory}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["factory"])
+        LazyPool.__init__(self, state["factory"])
 
 
 class KillableProcessPool:
@@ -191,7 +194,7 @@ class KillableProcessPool:
         self._context = multiprocessing.get_context("forkserver")
         preload_in_workers(*preload)
         self._tasks: queue.Queue[_Task | None] = queue.Queue()
-        self._busy: dict[int, multiprocessing.Process] = {}  # dispatcher thread -> its worker at work
+        self._busy: dict[int, BaseProcess] = {}  # dispatcher thread -> its worker at work
         self._running: dict[int, _Task] = {}  # dispatcher thread -> the task its worker runs
         self._closed = False
         self._threads = [
@@ -248,7 +251,7 @@ class KillableProcessPool:
         for thread in self._threads:
             thread.join(timeout=5)
 
-    def _start_worker(self) -> tuple[multiprocessing.Process, Connection]:
+    def _start_worker(self) -> tuple[BaseProcess, Connection]:
         parent, child = self._context.Pipe()
         process = self._context.Process(
             target=_worker_main, args=(child, self.memory_limit_bytes), daemon=True
@@ -259,7 +262,7 @@ class KillableProcessPool:
         return process, parent
 
     @classmethod
-    def _retire_worker(cls, worker: tuple[multiprocessing.Process, Connection] | None) -> None:
+    def _retire_worker(cls, worker: tuple[BaseProcess, Connection] | None) -> None:
         """Let an idle worker exit on its own (so its exit handlers release what it holds, such
         as sandboxes), and kill it only if it does not."""
         if worker is None:
@@ -270,7 +273,7 @@ class KillableProcessPool:
         cls._stop_worker(worker)
 
     @staticmethod
-    def _stop_worker(worker: tuple[multiprocessing.Process, Connection] | None) -> None:
+    def _stop_worker(worker: tuple[BaseProcess, Connection] | None) -> None:
         if worker is None:
             return
         process, connection = worker
@@ -279,7 +282,7 @@ class KillableProcessPool:
         connection.close()
 
     def _dispatch(self) -> None:
-        worker: tuple[multiprocessing.Process, Connection] | None = None
+        worker: tuple[BaseProcess, Connection] | None = None
         try:
             while (task := self._tasks.get()) is not None:
                 if self._closed:
@@ -303,8 +306,8 @@ class KillableProcessPool:
             self._retire_worker(worker)
 
     def _run(
-        self, worker: tuple[multiprocessing.Process, Connection], task: _Task
-    ) -> tuple[multiprocessing.Process, Connection] | None:
+        self, worker: tuple[BaseProcess, Connection], task: _Task
+    ) -> tuple[BaseProcess, Connection] | None:
         """Run one task; return the worker if it is still usable, else None."""
         process, connection = worker
         started = time.monotonic()
@@ -331,8 +334,8 @@ class KillableProcessPool:
         return worker
 
     def _run_each(
-        self, worker: tuple[multiprocessing.Process, Connection] | None, task: _Task
-    ) -> tuple[multiprocessing.Process, Connection] | None:
+        self, worker: tuple[BaseProcess, Connection] | None, task: _Task
+    ) -> tuple[BaseProcess, Connection] | None:
         """Run a `submit_each` task, restarting the worker after an item that overran or crashed."""
         assert task.items is not None
         outcomes: list[Outcome] = []
@@ -352,8 +355,8 @@ class KillableProcessPool:
         return worker
 
     def _run_items(
-        self, worker: tuple[multiprocessing.Process, Connection], task: _Task, outcomes: list[Outcome]
-    ) -> tuple[multiprocessing.Process, Connection] | None:
+        self, worker: tuple[BaseProcess, Connection], task: _Task, outcomes: list[Outcome]
+    ) -> tuple[BaseProcess, Connection] | None:
         """Send the items not yet run; add an outcome per item answered; return the worker if it
         is still usable (None after an overrun or a crash, with that item's outcome added)."""
         assert task.items is not None

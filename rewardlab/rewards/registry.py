@@ -1,8 +1,10 @@
 """Short names for rewards, and `build`: a reward pipeline from a dict or a YAML file.
 
-The same config drives the Python API, the TRL adapter, ``rewardlab score`` and the benchmark
-runner. A config is a mapping with a ``type`` (a registered short name) and the reward's
-constructor arguments; composite rewards (``combine``, ``route``) hold nested configs::
+The same config drives the Python API, the TRL adapter, ``rewardlab score``, the server and the
+benchmark runner. A config is a mapping with a ``type`` (a registered short name) and the reward's
+options - the fields of its options model (`rewardlab.rewards.options`), which the reward's
+constructor validates whether it is called from here or from Python; composite rewards
+(``combine``, ``route``) hold nested configs::
 
     type: combine
     components:
@@ -16,7 +18,6 @@ format check never pays for importing a CAS.
 from __future__ import annotations
 
 import importlib
-import inspect
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ BUILTIN_REWARDS: dict[str, str] = {
     "prm": "rewardlab.prm.discriminative:DiscriminativePRMReward",
     "monte_carlo_steps": "rewardlab.prm.monte_carlo:MonteCarloStepReward",
     "step_judge": "rewardlab.prm.step_judge:StepJudge",
+    "reward_model": "rewardlab.reward_models.sequence_classifier:SequenceClassifierReward",
+    "dpo_implicit": "rewardlab.reward_models.dpo:DPOImplicitReward",
     "remote": "rewardlab.serving.remote:RemoteReward",
 }
 
@@ -117,6 +120,10 @@ def build(config: Mapping[str, Any] | str | Path, *, path: str = "") -> Reward:
         >>> reward.name
         'string_match'
     """
+    # Imported here, not with the module: pydantic takes 55 ms to import, and ``import rewardlab``
+    # (which imports this module for `build`) should not pay for it before a reward is built.
+    from rewardlab.rewards.options import config_path, declared_model, derived_model, given_options
+
     options = load_config(config)
     kind = options.pop("type", None)
     if not isinstance(kind, str):
@@ -127,21 +134,24 @@ def build(config: Mapping[str, Any] | str | Path, *, path: str = "") -> Reward:
         raise ConfigError(path, str(error)) from None
     except KeyError:
         raise ConfigError(path, f"unknown reward type {kind!r}; one of: {', '.join(available())}") from None
-    from_config = getattr(cls, "from_config", None)
-    if from_config is not None:
-        return from_config(options, path=path)
-    return construct(cls, options, path=path)
+    if declared_model(cls) is None:
+        options = given_options(derived_model(cls), options, path=path)
+    with config_path(path):
+        try:
+            return cls(**options)
+        except ConfigError:
+            raise
+        except (TypeError, ValueError) as error:
+            # What only a built reward can tell: a backend without log-probabilities, a template
+            # file that is not there.
+            raise ConfigError(path, f"{kind}: {error}") from error
 
 
-def construct(cls: type[Reward], options: Mapping[str, Any], *, path: str) -> Reward:
-    """``cls(**options)`` with errors that name the config path and the accepted options."""
-    signature = inspect.signature(cls)
-    try:
-        signature.bind(**options)
-    except TypeError as error:
-        accepted = ", ".join(p for p in signature.parameters if p != "self")
-        raise ConfigError(path, f"{cls.__name__}: {error}; accepted options: {accepted}") from None
-    try:
-        return cls(**options)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(path, f"{cls.__name__}: {error}") from error
+def built(spec: Reward | Mapping[str, Any], *parts: object) -> Reward:
+    """A nested reward of the one being built: ``spec`` itself, or the reward its config builds,
+    with errors naming its place (``parts`` under the current config path)."""
+    from rewardlab.rewards.options import nested_path
+
+    if isinstance(spec, Reward):
+        return spec
+    return build(spec, path=nested_path(*parts))

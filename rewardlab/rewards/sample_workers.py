@@ -33,6 +33,7 @@ from rewardlab.rewards.process_pool import (
 )
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Reward)
 Execution = Literal["worker", "inline"]
 EXECUTIONS = ("worker", "inline")
 #: No sane sample needs more than a fraction of this; a check past it is stuck.
@@ -46,7 +47,7 @@ rule_pool = LazyPool(
 )
 
 #: ``function(reward, (index, sample))``: a module-level function, so that it pickles.
-PerSample = Callable[[Reward, tuple[int, Sample]], T]
+PerSample = Callable[[R, tuple[int, Sample]], T]
 
 
 def checked_execution(execution: str, sample_budget_s: float) -> Execution:
@@ -69,23 +70,26 @@ def _chunks(count: int, parts: int) -> list[range]:
     return bounds
 
 
-def _as_result(outcome: Outcome, sample: Sample, index: int, budget_s: float) -> object:
-    if outcome.error is None:
-        return outcome.value
+def _failure(error: Exception, sample: Sample, index: int, budget_s: float) -> Score:
+    """The failed score of a sample whose work did not finish in its worker."""
     label = sample.label(index)
-    if isinstance(outcome.error, TaskTimeout):
+    if isinstance(error, TaskTimeout):
         return Score.failure(
             Status.TIMEOUT,
             f"{label}: scoring it ran past the {budget_s:g}s budget per sample, so it was stopped",
         )
-    if isinstance(outcome.error, WorkerCrashed):
-        return Score.failure(Status.ERROR, f"{label}: the worker scoring it crashed ({outcome.error})")
-    assert isinstance(outcome.error, TaskFailed)
-    return Score.failure(Status.ERROR, f"{label}: {outcome.error}")
+    if isinstance(error, WorkerCrashed):
+        return Score.failure(Status.ERROR, f"{label}: the worker scoring it crashed ({error})")
+    assert isinstance(error, TaskFailed)
+    return Score.failure(Status.ERROR, f"{label}: {error}")
 
 
 async def _one_by_one(
-    pool: KillableProcessPool, function: PerSample[T], reward: Reward, items: list, budget_s: float
+    pool: KillableProcessPool,
+    function: PerSample[R, T],
+    reward: R,
+    items: list[tuple[int, Sample]],
+    budget_s: float,
 ) -> list[Outcome]:
     futures = [pool.submit_each(function, [item], shared=(reward,), budget_s_each=budget_s) for item in items]
     answers = await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
@@ -98,8 +102,8 @@ async def _one_by_one(
 
 
 async def run_per_sample(
-    function: PerSample[T],
-    reward: Reward,
+    function: PerSample[R, T],
+    reward: R,
     samples: Sequence[Sample],
     *,
     execution: Execution,
@@ -129,11 +133,16 @@ async def run_per_sample(
             pool.abandon(future)
         raise
     for chunk, answer in zip(chunks, answers, strict=True):
-        outcomes = answer
+        outcomes: list[Outcome]
         if isinstance(answer, BaseException):
             # The chunk never ran: the reward or a sample could not be sent to a worker. Sent one
             # by one, a sample that cannot be fails alone.
             outcomes = await _one_by_one(pool, function, reward, [items[i] for i in chunk], budget_s)
+        else:
+            outcomes = answer
         for index, outcome in zip(chunk, outcomes, strict=True):
-            results.append(_as_result(outcome, items[index][1], index, budget_s))  # type: ignore[arg-type]
+            if outcome.error is None:
+                results.append(outcome.value)
+            else:
+                results.append(_failure(outcome.error, items[index][1], index, budget_s))
     return results

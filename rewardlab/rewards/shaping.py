@@ -10,16 +10,19 @@ from __future__ import annotations
 import inspect
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from rewardlab.errors import InvalidInput
 from rewardlab.rewards.combine import scores_or_failures
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
-from rewardlab.rewards.registry import build, construct
+from rewardlab.rewards.options import OptionError, RewardOptions, RewardSpec, takes_options
+from rewardlab.rewards.registry import built
 from rewardlab.rewards.rule import RuleReward
 
 LengthUnit = Literal["tokens", "chars", "words"]
-_UNITS = ("tokens", "chars", "words")
 
 
 def _accepts_keyword(function: Any, keyword: str) -> bool:
@@ -39,15 +42,6 @@ class CompletionUnits:
     """
 
     def __init__(self, unit: LengthUnit, tokenizer: Any | None = None):
-        if unit not in _UNITS:
-            raise ValueError(f"unit must be one of {', '.join(_UNITS)}, got {unit!r}")
-        if tokenizer is not None:
-            if unit != "tokens":
-                raise ValueError(f"a tokenizer is only used with unit='tokens', not {unit!r}")
-            if not callable(getattr(tokenizer, "encode", None)):
-                raise ValueError(
-                    f"tokenizer must have an encode(text) method, got {type(tokenizer).__name__}"
-                )
         self.unit = unit
         self.tokenizer = tokenizer
         # transformers tokenizers add BOS/EOS by default, which are not part of the completion.
@@ -82,6 +76,48 @@ class CompletionUnits:
         return len(self.split(sample))
 
 
+def _encodes(tokenizer: Any) -> Any:
+    if not callable(getattr(tokenizer, "encode", None)):
+        raise ValueError(f"should have an encode(text) method, got {type(tokenizer).__name__}")
+    return tokenizer
+
+
+class UnitOptions(RewardOptions):
+    """Options of a shaping reward that measures a completion in units."""
+
+    unit: LengthUnit = "tokens"
+    """What a completion is measured in: ``tokens`` (from ``fields["completion_ids"]``, which TRL
+    passes, else from ``tokenizer``), ``chars`` or ``words`` (whitespace-separated); see
+    `CompletionUnits`."""
+    tokenizer: SkipJsonSchema[Annotated[Any, AfterValidator(_encodes)]] = None
+    """Anything with ``encode(text)`` (Python only), for token counts when a sample carries no
+    ``fields["completion_ids"]``."""
+
+    @model_validator(mode="after")
+    def _tokenizer_counts_tokens(self) -> UnitOptions:
+        if self.tokenizer is not None and self.unit != "tokens":
+            raise OptionError("tokenizer", f"is only used with unit: tokens, not {self.unit!r}")
+        return self
+
+
+class SoftOverlongOptions(UnitOptions):
+    """Options of `SoftOverlongPunishment`."""
+
+    max_length: int = Field(gt=0)
+    """:math:`L_{max}`, the length at which the punishment reaches -1; usually the generation
+    limit. TRL calls it ``max_completion_len``, verl ``max_response_length``."""
+    cache_length: int = Field(ge=0)
+    """:math:`L_{cache}`, the width of the soft zone before ``max_length`` (TRL:
+    ``soft_punish_cache``, verl: ``overlong_buffer.len``); 0 makes it a hard step."""
+
+    @model_validator(mode="after")
+    def _soft_zone_fits(self) -> SoftOverlongOptions:
+        if self.cache_length > self.max_length:
+            raise OptionError("cache_length", f"should be at most max_length={self.max_length}")
+        return self
+
+
+@takes_options(SoftOverlongOptions)
 class SoftOverlongPunishment(RuleReward):
     r"""DAPO's soft overlong punishment (arXiv 2503.14476, eq. 13): 0 for a completion within
     ``max_length - cache_length``, falling linearly to -1 over the last ``cache_length`` units, and
@@ -98,15 +134,8 @@ class SoftOverlongPunishment(RuleReward):
     It is added to the correctness reward, so that a long answer is discouraged gradually instead of
     being cut off with a zero that tells the policy nothing about why.
 
-    Args:
-        max_length: :math:`L_{max}`, the length at which the punishment reaches -1; usually the
-            generation limit. TRL calls it ``max_completion_len``, verl ``max_response_length``.
-        cache_length: :math:`L_{cache}`, the width of the soft zone before ``max_length``
-            (TRL: ``soft_punish_cache``, verl: ``overlong_buffer.len``). 0 makes it a hard step.
-        unit: ``"tokens"`` (default, as in DAPO), ``"chars"`` or ``"words"``. See `CompletionUnits`.
-        tokenizer: Anything with ``encode(text)``, used for token counts when a sample carries no
-            ``fields["completion_ids"]``.
-        name: Stable name for logs and metrics.
+    Options: `SoftOverlongOptions` (``max_length``, ``cache_length``, and the unit: tokens by
+    default, as in DAPO).
 
     Example:
         >>> from rewardlab import Sample
@@ -115,6 +144,8 @@ class SoftOverlongPunishment(RuleReward):
         -0.5
     """
 
+    name = "soft_overlong"
+
     def __init__(
         self,
         *,
@@ -122,18 +153,13 @@ class SoftOverlongPunishment(RuleReward):
         cache_length: int,
         unit: LengthUnit = "tokens",
         tokenizer: Any | None = None,
-        name: str = "soft_overlong",
+        name: str | None = None,
     ):
-        if max_length <= 0:
-            raise ValueError(f"max_length must be positive, got {max_length}")
-        if not 0 <= cache_length <= max_length:
-            raise ValueError(
-                f"cache_length must be between 0 and max_length={max_length}, got {cache_length}"
-            )
         self.max_length = max_length
         self.cache_length = cache_length
         self.units = CompletionUnits(unit, tokenizer)
-        self.name = name
+        if name is not None:
+            self.name = name
 
     def check(self, sample: Sample) -> Score:
         length = self.units.count(sample)
@@ -157,6 +183,21 @@ class SoftOverlongPunishment(RuleReward):
         )
 
 
+class RepetitionPenaltyOptions(UnitOptions):
+    """Options of `RepetitionPenalty`."""
+
+    ngram_size: int = Field(default=3, ge=1)
+    """Length of the n-grams."""
+    max_penalty: float = Field(default=-1.0, le=0)
+    """The penalty of a completion made of one repeated n-gram, in the limit (<= 0)."""
+    unit: LengthUnit = "words"
+    """What an n-gram is made of. ``words``: whitespace-separated words, lowercased, as in the
+    open-r1 implementation. ``chars``: lowercased characters, for languages written without
+    spaces (Chinese, Japanese). ``tokens``: token ids, as TRL does, from
+    ``fields["completion_ids"]`` or ``tokenizer``."""
+
+
+@takes_options(RepetitionPenaltyOptions)
 class RepetitionPenalty(RuleReward):
     """N-gram repetition penalty: ``(1 - unique n-grams / total n-grams) * max_penalty``.
 
@@ -164,16 +205,8 @@ class RepetitionPenalty(RuleReward):
     TRL's ``get_repetition_penalty_reward``: 0.0 for a completion without a repeated n-gram, close to
     ``max_penalty`` for one that loops. Completions with fewer than ``ngram_size`` units get 0.0.
 
-    Args:
-        ngram_size: Length of the n-grams (default 3).
-        max_penalty: The penalty of a completion made of one repeated n-gram, in the limit
-            (default -1.0); must be <= 0.
-        unit: What an n-gram is made of. ``"words"`` (default): whitespace-separated words, lowercased,
-            as in the open-r1 implementation. ``"chars"``: lowercased characters, for languages written
-            without spaces (Chinese, Japanese). ``"tokens"``: token ids, as TRL does, from
-            ``fields["completion_ids"]`` or ``tokenizer``.
-        tokenizer: Anything with ``encode(text)``, for ``unit="tokens"`` when samples carry no ids.
-        name: Stable name for logs and metrics.
+    Options: `RepetitionPenaltyOptions` (``ngram_size``, ``max_penalty``, the unit: words by
+    default).
 
     Example:
         >>> from rewardlab import Sample
@@ -182,6 +215,8 @@ class RepetitionPenalty(RuleReward):
         -0.75
     """
 
+    name = "repetition_penalty"
+
     def __init__(
         self,
         *,
@@ -189,21 +224,18 @@ class RepetitionPenalty(RuleReward):
         max_penalty: float = -1.0,
         unit: LengthUnit = "words",
         tokenizer: Any | None = None,
-        name: str = "repetition_penalty",
+        name: str | None = None,
     ):
-        if ngram_size < 1:
-            raise ValueError(f"ngram_size must be at least 1, got {ngram_size}")
-        if max_penalty > 0:
-            raise ValueError(f"max_penalty must be <= 0 (it is a penalty), got {max_penalty}")
         self.ngram_size = ngram_size
         self.max_penalty = float(max_penalty)
         self.units = CompletionUnits(unit, tokenizer)
-        self.name = name
+        if name is not None:
+            self.name = name
 
     def check(self, sample: Sample) -> Score:
         units = self.units.split(sample)
         if self.units.unit != "tokens":
-            units = [unit.lower() for unit in units]
+            units = [unit.lower() if isinstance(unit, str) else unit for unit in units]
         total = len(units) - self.ngram_size + 1
         details: dict[str, Any] = {"unit": self.units.unit, "ngram_size": self.ngram_size}
         if total <= 0:
@@ -219,6 +251,43 @@ class RepetitionPenalty(RuleReward):
         )
 
 
+class LengthOptions(UnitOptions):
+    """Options of `LengthReward`."""
+
+    mode: Literal["linear_target", "below_max", "kimi"]
+    """``linear_target``, ``below_max`` or ``kimi`` (see `LengthReward`)."""
+    target_length: int | None = Field(default=None, gt=0)
+    """The ideal length, for ``linear_target`` (required there, refused elsewhere)."""
+    max_length: int | None = Field(default=None, ge=0)
+    """The largest length that scores 1.0, for ``below_max`` (required there, refused
+    elsewhere)."""
+    correct_field: str = "correct"
+    """The `Sample.fields` key holding correctness (a bool, or 0/1) in ``kimi`` mode, used when
+    there is no ``correctness`` reward."""
+    correctness: RewardSpec | None = None
+    """A reward that decides correctness in ``kimi`` mode, e.g. ``{type: math_answer}``."""
+    correct_threshold: float = 1.0
+    """The ``correctness`` value from which a response counts as correct."""
+    group_field: str = "group_id"
+    """The `Sample.fields` key naming a sample's group in ``kimi`` mode; samples without it are
+    grouped by prompt."""
+
+    @model_validator(mode="after")
+    def _options_of_the_mode(self) -> LengthOptions:
+        if self.mode == "linear_target" and self.target_length is None:
+            raise OptionError("target_length", "mode: linear_target needs a positive target_length")
+        if self.mode == "below_max" and self.max_length is None:
+            raise OptionError("max_length", "mode: below_max needs a max_length >= 0")
+        if self.mode != "linear_target" and self.target_length is not None:
+            raise OptionError("target_length", f"has no meaning with mode: {self.mode}")
+        if self.mode != "below_max" and self.max_length is not None:
+            raise OptionError("max_length", f"has no meaning with mode: {self.mode}")
+        if self.mode != "kimi" and self.correctness is not None:
+            raise OptionError("correctness", f"has no meaning with mode: {self.mode}")
+        return self
+
+
+@takes_options(LengthOptions)
 class LengthReward(RuleReward):
     """A reward on completion length alone, or on length and correctness (``mode="kimi"``).
 
@@ -242,20 +311,8 @@ class LengthReward(RuleReward):
     A sample whose length cannot be measured makes its whole group ``invalid_input``, since the
     group's length range is then unknown.
 
-    Args:
-        mode: ``"linear_target"``, ``"below_max"`` or ``"kimi"``.
-        target_length: The ideal length, for ``"linear_target"`` only.
-        max_length: The largest length that scores 1.0, for ``"below_max"`` only.
-        unit: ``"tokens"`` (default), ``"chars"`` or ``"words"``. See `CompletionUnits`.
-        tokenizer: Anything with ``encode(text)``, for token counts when samples carry no
-            ``fields["completion_ids"]``.
-        correct_field: The `Sample.fields` key holding correctness in ``"kimi"`` mode (default
-            ``"correct"``), used when there is no ``correctness`` reward.
-        correctness: A reward that decides correctness in ``"kimi"`` mode.
-        correct_threshold: The ``correctness`` value from which a response counts as correct.
-        group_field: The `Sample.fields` key naming a sample's group in ``"kimi"`` mode (default
-            ``"group_id"``).
-        name: Stable name for logs and metrics.
+    Options: `LengthOptions` (the mode and its length, the unit, where correctness and groups
+    come from).
 
     Example:
         >>> from rewardlab import Sample
@@ -263,6 +320,8 @@ class LengthReward(RuleReward):
         >>> reward.score([Sample(completion="one two three four five")])[0].value
         0.5
     """
+
+    name = "length"
 
     def __init__(
         self,
@@ -273,40 +332,21 @@ class LengthReward(RuleReward):
         unit: LengthUnit = "tokens",
         tokenizer: Any | None = None,
         correct_field: str = "correct",
-        correctness: Reward | None = None,
+        correctness: Reward | Mapping[str, Any] | None = None,
         correct_threshold: float = 1.0,
         group_field: str = "group_id",
-        name: str = "length",
+        name: str | None = None,
     ):
-        if correctness is not None and mode != "kimi":
-            raise ValueError(f"correctness has no meaning with mode={mode!r}")
-        if mode not in ("linear_target", "below_max", "kimi"):
-            raise ValueError(f"mode must be 'linear_target', 'below_max' or 'kimi', got {mode!r}")
-        if mode == "linear_target" and (target_length is None or target_length <= 0):
-            raise ValueError(f"mode='linear_target' needs a positive target_length, got {target_length!r}")
-        if mode == "below_max" and (max_length is None or max_length < 0):
-            raise ValueError(f"mode='below_max' needs a max_length >= 0, got {max_length!r}")
-        if mode != "linear_target" and target_length is not None:
-            raise ValueError(f"target_length has no meaning with mode={mode!r}")
-        if mode != "below_max" and max_length is not None:
-            raise ValueError(f"max_length has no meaning with mode={mode!r}")
         self.mode = mode
         self.target_length = target_length
         self.max_length = max_length
         self.units = CompletionUnits(unit, tokenizer)
         self.correct_field = correct_field
-        self.correctness = correctness
+        self.correctness = None if correctness is None else built(correctness, "correctness")
         self.correct_threshold = correct_threshold
         self.group_field = group_field
-        self.name = name
-
-    @classmethod
-    def from_config(cls, options: dict[str, Any], *, path: str) -> LengthReward:
-        """Build from a config; ``correctness`` may be a nested reward config."""
-        options = dict(options)
-        if isinstance(options.get("correctness"), Mapping):
-            options["correctness"] = build(options["correctness"], path=f"{path}.correctness".lstrip("."))
-        return construct(cls, options, path=path)
+        if name is not None:
+            self.name = name
 
     def close(self) -> None:
         if self.correctness is not None:
@@ -318,6 +358,7 @@ class LengthReward(RuleReward):
         length = self.units.count(sample)
         details: dict[str, Any] = {"length": length, "unit": self.units.unit}
         if self.mode == "below_max":
+            assert self.max_length is not None  # the options require it in this mode
             details["max_length"] = self.max_length
             if length <= self.max_length:
                 return Score(1.0, details=details)
@@ -326,6 +367,7 @@ class LengthReward(RuleReward):
                 reason=f"{length} {self.units.unit} is over max_length={self.max_length}",
                 details=details,
             )
+        assert self.target_length is not None  # the options require it in this mode
         details["target_length"] = self.target_length
         value = max(0.0, 1 - abs(length - self.target_length) / self.target_length)
         reason = (
@@ -387,7 +429,9 @@ class LengthReward(RuleReward):
                 continue
             try:
                 correct = (
-                    self._correct(sample) if checks is None else checks[index].value >= self.correct_threshold
+                    self._correct(sample)
+                    if checks is None
+                    else _at_least(checks[index].value, self.correct_threshold)
                 )
             except InvalidInput as error:
                 scores[index] = Score.failure(
@@ -408,3 +452,9 @@ class LengthReward(RuleReward):
         if isinstance(value, int | float) and value in (0, 1):
             return value == 1
         raise InvalidInput(key, f"must be a bool or 0/1, got {value!r}")
+
+
+def _at_least(value: float | None, threshold: float) -> bool:
+    """Whether an ok score's value reaches ``threshold`` (a failed check never gets here)."""
+    assert value is not None
+    return value >= threshold

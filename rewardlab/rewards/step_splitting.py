@@ -137,7 +137,8 @@ def token_steps(offsets: Sequence[tuple[int, int]], spans: Sequence[Span]) -> li
 
 
 def _between(text: str, separator: re.Pattern[str]) -> list[Span]:
-    spans, start = [], 0
+    spans: list[Span] = []
+    start = 0
     for match in separator.finditer(text):  # one at a time, not a list of every match object
         if match.end() == match.start():
             continue  # an empty match separates nothing

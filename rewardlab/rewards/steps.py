@@ -1,5 +1,6 @@
-"""Step-level rewards: splitting a completion into segments, folding step scores into one value,
-and turning a group's step scores into per-step advantages.
+"""Step-level rewards: where a completion's steps are (`StepOptions`, the ``steps`` option of every
+step reward), folding step scores into one value, and turning a group's step scores into per-step
+advantages.
 
 Folding is always an explicit, named choice (``min``, ``last``, ``mean``, ``sum``, ``product``,
 ``max``, ``bottom_10``): they mean different things - ``min`` says "as good as the worst step",
@@ -11,14 +12,68 @@ noisy than the single worst.
 from __future__ import annotations
 
 import math
+import re
 import statistics
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
-from rewardlab.rewards.step_splitting import split_steps
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rewardlab.errors import InvalidInput, StepSplitError
+from rewardlab.rewards.options import OptionError
+from rewardlab.rewards.step_splitting import How, Span, given_spans, split_steps
 
 Aggregate = Literal["min", "last", "mean", "sum", "product", "max", "bottom_10"]
 AGGREGATES: tuple[str, ...] = ("min", "last", "mean", "sum", "product", "max", "bottom_10")
+
+
+class StepOptions(BaseModel):
+    """Where the steps of a text completion are: the ``steps`` option of every step-level reward
+    (``steps: {split: lines, max_steps: 12}``). Keys not given keep the reward's defaults."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    split: How = "auto"
+    """How to split a completion into steps (`rewardlab.rewards.step_splitting`):
+    ``paragraphs`` (at blank lines; a single paragraph at line breaks), ``lines``, ``markers``
+    ("Step 1:", "## Step 2"), ``numbered`` ("1.", "2)"), ``regex`` (at each match of
+    ``pattern``), or ``auto`` (markers if there are two or more, else numbered items, else
+    paragraphs)."""
+    pattern: str | None = None
+    """The separator, a regular expression, for ``split: regex`` (and only for it)."""
+    max_steps: int | None = Field(default=None, ge=1)
+    """Merge the adjacent steps of the shortest combined length while there are more than this,
+    so a judge is never asked about hundreds of one-line steps. Steps given in ``field`` are
+    kept as given."""
+    field: str = "steps"
+    """A `Sample.fields` key that may hold the steps as a list of texts; used when present, so
+    a dataset's labels (a ProcessBench first error) refer to its own steps."""
+
+    @model_validator(mode="after")
+    def _pattern_with_regex(self) -> StepOptions:
+        if (self.split == "regex") != (self.pattern is not None):
+            raise OptionError("pattern", "goes with split: regex, and only with it")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as error:
+                raise OptionError("pattern", f"invalid regular expression: {error}") from None
+        return self
+
+
+def step_spans(text: str, fields: Mapping[str, Any], options: StepOptions) -> list[Span]:
+    """The character spans of the steps of ``text``: the steps given in ``fields[options.field]``
+    placed in it, else ``text`` split as ``options`` say. `InvalidInput` names the field when the
+    given steps are not a list of texts found in order."""
+    given = fields.get(options.field)
+    if given is None:
+        return split_steps(text, options.split, pattern=options.pattern, max_steps=options.max_steps)
+    if not isinstance(given, Sequence) or isinstance(given, str):
+        raise InvalidInput(options.field, f"must be a list of step texts, got {type(given).__name__}")
+    try:
+        return given_spans(text, given)
+    except StepSplitError as error:
+        raise InvalidInput(options.field, str(error)) from None
 
 
 def aggregate_steps(values: Sequence[float], how: Aggregate) -> float:
@@ -41,15 +96,6 @@ def aggregate_steps(values: Sequence[float], how: Aggregate) -> float:
         lowest = sorted(values)[: max(1, math.ceil(len(values) / 10))]
         return math.fsum(lowest) / len(lowest)
     raise ValueError(f"unknown aggregate {how!r}; one of {', '.join(AGGREGATES)}")
-
-
-def split_segments(text: str, max_segments: int = 12) -> list[tuple[int, int]]:
-    """Character spans of the segments (steps) of ``text`` for a judge: paragraphs (a single
-    paragraph is split at line breaks), the shortest adjacent pair merged while there are more
-    than ``max_segments``. An empty text is one empty segment, so it still gets a verdict."""
-    if max_segments < 1:
-        raise ValueError("max_segments must be at least 1")
-    return split_steps(text, "paragraphs", max_steps=max_segments) or [(0, len(text))]
 
 
 def process_advantages(group: Sequence[Sequence[float]]) -> list[list[float]]:

@@ -159,7 +159,7 @@ class RubricElicitor:
         return changes, None if updated is None else updated.version
 
     def _retirements(self, rollouts: PromptRollouts, active: list[Criterion]) -> list[Change]:
-        changes = []
+        changes: list[Change] = []
         for criterion in active:
             verdicts = rollouts.verdicts.get(criterion.id, [])
             key = (rollouts.prompt_id, criterion.id)

@@ -16,7 +16,7 @@ Three ways to grade, a choice between cost and accuracy:
   aggregation of Rubrics-as-Rewards).
 
 Per-criterion verdicts (the judge's probability of "yes" where it gives log-probabilities; a
-choice's value for ordinal criteria) fold into one value by ``aggregation`` (see `aggregate.py`);
+choice's value for ordinal criteria) fold into one value by ``aggregate`` (see `aggregate.py`);
 ``Score.breakdown`` holds each criterion's verdict under its id (so the TRL adapter logs
 ``<name>/<criterion id>``), or each category's mean verdict (``breakdown_by: category``), and
 ``details`` each criterion's text, weight and verdict.
@@ -30,12 +30,16 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, InstanceOf, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from rewardlab.errors import RubricError, VerdictError
 from rewardlab.judges.judge import (
     Judge,
     Judgement,
+    JudgeOptions,
     cache_keys,
     expected_label,
     graded_score,
@@ -44,7 +48,8 @@ from rewardlab.judges.judge import (
 from rewardlab.judges.verdicts import LabelSet, read_label_list
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
 from rewardlab.rewards.details import clipped
-from rewardlab.rubrics.aggregate import AGGREGATIONS, Aggregation, aggregate
+from rewardlab.rewards.options import OptionError, PathOption, Scale, takes_options
+from rewardlab.rubrics.aggregate import Aggregation, aggregate
 from rewardlab.rubrics.generate import Source, generate_criteria
 from rewardlab.rubrics.model import Criterion, Rubric
 from rewardlab.rubrics.store import RubricStore, prompt_key
@@ -78,27 +83,72 @@ def satisfaction(criterion: Criterion, distribution: Mapping[str, float], fully:
     return min(1.0, max(0.0, met))  # float round-off must not push a probability out of [0, 1]
 
 
+def _rubric(value: Any) -> Rubric | None:
+    return None if value is None else _rubric_from_config(value)
+
+
+class RubricOptions(JudgeOptions):
+    """Options of `RubricReward`."""
+
+    rubric: Annotated[
+        str | list[dict[str, Any]] | dict[str, Any] | SkipJsonSchema[InstanceOf[Rubric]] | None,
+        AfterValidator(_rubric),
+    ] = None
+    """A rubric for every sample: a list of criteria (``{text, weight, category, id,
+    choices}``), ``{criteria: [...]}``, or a JSON/YAML file holding one."""
+    rubric_field: str = "rubric"
+    """The `Sample.fields` key that may hold a sample's own rubric."""
+    store: PathOption | SkipJsonSchema[InstanceOf[RubricStore]] | None = None
+    """A `RubricStore` file to look rubrics up in by prompt id (the live rubrics of online
+    elicitation)."""
+    prompt_id_field: str = "prompt_id"
+    """The `Sample.fields` key holding a sample's prompt id; without it, a hash of the
+    prompt."""
+    generate: Source | None = None
+    """``reference`` or ``task``: write a rubric when a sample has none, from its reference or
+    from the task."""
+    task_description_field: str = "task_description"
+    """The `Sample.fields` key describing the task, for ``generate: task``."""
+    min_criteria: int = Field(default=3, ge=1)
+    """Fewest criteria of a generated rubric."""
+    max_criteria: int = Field(default=12, ge=1)
+    """Most criteria of a generated rubric."""
+    mode: Mode = "per_criterion"
+    """``per_criterion`` (one call per criterion, the most accurate), ``one_call`` (every
+    criterion in one call) or ``holistic`` (one Likert grade for the whole rubric)."""
+    aggregate: Aggregation = "points"
+    """How criterion verdicts fold into the value: ``points`` (HealthBench), ``weighted_sum``,
+    ``all_or_nothing`` (RIFL) or ``fraction`` (Compute-as-Teacher); see `aggregate.py`."""
+    scale: Scale = (1, 10)
+    """``[low, high]`` of the holistic grade."""
+    breakdown_by: Literal["criterion", "category"] = "criterion"
+    """``criterion``: each criterion's verdict under its id (logged by the TRL adapter as
+    ``rubric/<id>``); ``category``: the mean verdict of each category (a bounded set of metrics
+    when every prompt has its own rubric)."""
+    use_reference: bool = False
+    """Show the grader the sample's reference answer, when it has one (off: rubric graders see
+    the prompt, the response and the rubric)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RubricOptions:
+        if self.min_criteria > self.max_criteria:
+            raise OptionError("max_criteria", f"should be at least min_criteria={self.min_criteria}")
+        rubric = self.rubric
+        if isinstance(rubric, Rubric) and self.mode != "holistic" and self.aggregate == "points":
+            try:
+                aggregate(rubric, [0.0] * len(rubric.criteria), "points")
+            except RubricError as error:
+                raise OptionError("rubric", str(error)) from None
+        return self
+
+
+@takes_options(RubricOptions)
 class RubricReward(Judge):
     """Grades each completion against its rubric (see the module docstring).
 
-    Args:
-        rubric: A rubric for every sample: criteria inline, or a JSON/YAML file.
-        rubric_field: The field that may hold a sample's own rubric.
-        store: A `RubricStore` file to look rubrics up in by prompt id (the live rubrics of
-            online elicitation).
-        prompt_id_field: The field holding a sample's prompt id; without it, a hash of the prompt.
-        generate: ``"reference"`` or ``"task"``: write a rubric when a sample has none.
-        task_description_field: The field describing the task, for ``generate: task``.
-        min_criteria, max_criteria: Bounds on a generated rubric.
-        mode: ``per_criterion``, ``one_call`` or ``holistic``.
-        aggregation: ``points`` (HealthBench), ``weighted_sum``, ``all_or_nothing`` or ``fraction``.
-        scale: ``[low, high]`` of the holistic grade.
-        breakdown_by: ``criterion`` (each criterion's verdict under its id, logged by the TRL
-            adapter as ``rubric/<id>``) or ``category`` (the mean verdict of each category: a
-            bounded set of metrics when every prompt has its own rubric).
-        use_reference: Show the grader the sample's reference answer, when it has one (off by
-            default: rubric graders see the prompt, the response and the rubric).
-        **options: Backend, client, template and verdict options of `Judge`.
+    Options: `RubricOptions` (where rubrics come from, how criteria are asked about and how
+    their verdicts fold), and the backend, client, template and verdict options every judge
+    shares (`JudgeOptions`).
     """
 
     name = "rubric"
@@ -107,7 +157,7 @@ class RubricReward(Judge):
     def __init__(
         self,
         *,
-        rubric: Any = None,
+        rubric: Rubric | str | Sequence[Mapping[str, Any]] | Mapping[str, Any] | None = None,
         rubric_field: str = "rubric",
         store: str | Path | RubricStore | None = None,
         prompt_id_field: str = "prompt_id",
@@ -116,29 +166,15 @@ class RubricReward(Judge):
         min_criteria: int = 3,
         max_criteria: int = 12,
         mode: Mode = "per_criterion",
-        aggregation: Aggregation = "points",
+        aggregate: Aggregation = "points",
         scale: Sequence[int] = (1, 10),
         breakdown_by: Literal["criterion", "category"] = "criterion",
         use_reference: bool = False,
         **options: Any,
     ):
-        if mode not in TEMPLATES:
-            raise ValueError(f"mode must be one of {', '.join(TEMPLATES)}, got {mode!r}")
-        if aggregation not in AGGREGATIONS:
-            raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}")
-        if generate not in (None, "reference", "task"):
-            raise ValueError(f"generate must be 'reference', 'task' or absent, got {generate!r}")
-        if not 1 <= min_criteria <= max_criteria:
-            raise ValueError(
-                f"need 1 <= min_criteria <= max_criteria, got min {min_criteria}, max {max_criteria}"
-            )
-        if len(scale) != 2 or not all(isinstance(x, int) for x in scale) or scale[0] >= scale[1]:
-            raise ValueError(f"scale must be [low, high] integers with low < high, got {scale!r}")
         self.default_template = TEMPLATES[mode]
         super().__init__(**options)
         self.rubric = None if rubric is None else _rubric_from_config(rubric)
-        if self.rubric is not None and mode != "holistic" and aggregation == "points":
-            aggregate(self.rubric, [0.0] * len(self.rubric.criteria), "points")  # fail now, not per sample
         self.rubric_field = rubric_field
         self.store = RubricStore(store) if isinstance(store, str | Path) else store
         self.prompt_id_field = prompt_id_field
@@ -147,14 +183,12 @@ class RubricReward(Judge):
         self.min_criteria = min_criteria
         self.max_criteria = max_criteria
         self.mode = mode
-        self.aggregation = aggregation
+        self.aggregate = aggregate
         self.low, self.high = scale
         self.holistic_labels = LabelSet([str(x) for x in range(self.low, self.high + 1)])
         self.check_labels(self.holistic_labels if mode == "holistic" else YES_NO)
         for criterion in self.rubric.criteria if self.rubric is not None else ():
             self.check_labels(criterion_labels(criterion))
-        if breakdown_by not in ("criterion", "category"):
-            raise ValueError(f"breakdown_by must be 'criterion' or 'category', got {breakdown_by!r}")
         self.breakdown_by = breakdown_by
         self.use_reference = use_reference
         self._generated: dict[str, tuple[Rubric, Usage]] = {}
@@ -293,7 +327,7 @@ class RubricReward(Judge):
         self, sample: Sample, index: int, texts: tuple[str, str], rubric: Rubric, found_usage: Usage
     ) -> Score:
         who = sample.label(index)
-        if self.mode != "holistic" and self.aggregation == "points" and rubric.positive_weight <= 0:
+        if self.mode != "holistic" and self.aggregate == "points" and rubric.positive_weight <= 0:
             # Checked before any call: the verdicts could not be folded into a value anyway.
             reason = f"{who}: rubric {rubric.id}: the points rule needs at least one positive criterion"
             return Score.failure(Status.INVALID_INPUT, reason, usage=found_usage)
@@ -344,7 +378,7 @@ class RubricReward(Judge):
         if failure is not None:
             return failure
         met = [
-            satisfaction(c, j.distribution(criterion_labels(c)), self.aggregation == "all_or_nothing")
+            satisfaction(c, j.distribution(criterion_labels(c)), self.aggregate == "all_or_nothing")
             for c, j in zip(rubric.criteria, judgements, strict=True)
         ]
         labels = [j.verdict.label for j in judgements]  # type: ignore[union-attr]
@@ -377,7 +411,7 @@ class RubricReward(Judge):
             satisfaction(
                 c,
                 {label: float(label == chosen) for label in criterion_labels(c).labels},
-                self.aggregation == "all_or_nothing",
+                self.aggregate == "all_or_nothing",
             )
             for c, chosen in zip(rubric.criteria, labels, strict=True)
         ]
@@ -396,7 +430,7 @@ class RubricReward(Judge):
         judgements: list[Judgement] | None = None,
     ) -> Score:
         try:
-            value = aggregate(rubric, met, self.aggregation)
+            value = aggregate(rubric, met, self.aggregate)
         except RubricError as error:
             return Score.failure(Status.INVALID_INPUT, f"{who}: rubric {rubric.id}: {error}", usage=usage)
         listed = []
@@ -408,18 +442,15 @@ class RubricReward(Judge):
                 "met": round(s, 6),
                 "verdict": label,
             }
-            if (
-                judgements is not None
-                and judgements[position].verdict is not None
-                and judgements[position].verdict.source != "bare"
-            ):
+            verdict = None if judgements is None else judgements[position].verdict
+            if judgements is not None and verdict is not None and verdict.source != "bare":
                 entry["reason"] = clipped(judgements[position].answer, 1000)
             listed.append(entry)
         return Score(
             value=value,
             breakdown=self._breakdown(rubric, met),
             usage=usage,
-            details={"criteria": listed, "aggregation": self.aggregation, "cache_keys": keys},
+            details={"criteria": listed, "aggregate": self.aggregate, "cache_keys": keys},
         )
 
     def _breakdown(self, rubric: Rubric, met: list[float]) -> dict[str, float]:

@@ -211,7 +211,8 @@ class Rubric:
             # nesting about 1,000 deep. A rubric a model wrote may hold either.
             except (ValueError, RecursionError) as error:
                 raise RubricError(f"{where}: not JSON: {error}") from None
-        identifier, version, metadata = None, None, {}
+        identifier, version = None, None
+        metadata: Mapping[str, Any] = {}
         if isinstance(data, Mapping):
             identifier, version = data.get("id"), data.get("version")
             metadata = data.get("metadata") or {}

@@ -153,7 +153,7 @@ def read_step_rows(path: Path) -> list[dict[str, Any]]:
 
 def step_record(step: ReplayStep) -> dict[str, Any]:
     """One replayed step as a JSON-ready record (what ``rewardlab elicit --output`` writes)."""
-    values = [score.value for score in step.scores if score.ok]
+    values = [score.value for score in step.scores if score.value is not None]  # the ok ones
     return {
         "step": step.step,
         "samples": len(step.scores),

@@ -22,30 +22,56 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from rewardlab.judges.judge import Judge, scored
+from pydantic import Field, model_validator
+
+from rewardlab.judges.judge import Judge, JudgeOptions, scored
 from rewardlab.llm.backend import Backend
-from rewardlab.llm.backends import make_backend
+from rewardlab.llm.backends import BackendOption, make_backend
 from rewardlab.llm.client import ModelClient
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
 from rewardlab.rewards.details import clipped
+from rewardlab.rewards.options import OptionError, takes_options
 from rewardlab.rubrics.generate import read_generated_criteria
 from rewardlab.rubrics.grading import RubricReward
 from rewardlab.rubrics.model import Rubric
 
 
+class SelfProposedRubricOptions(JudgeOptions):
+    """Options of `SelfProposedRubricReward`; the backend, client, template and verdict options
+    are those of the judge that grades the criteria."""
+
+    anchor: BackendOption = None
+    """The anchor model's backend config; by default the judge's own."""
+    verify: Literal["math"] | None = None
+    """``math`` for verifiable answers (checked against the synthesized reference by
+    ``math_answer``); null for rubric grading."""
+    group_field: str = "group_id"
+    """The `Sample.fields` key naming a sample's group; samples without it are grouped by
+    prompt."""
+    min_group: int = Field(default=2, ge=2)
+    """Fewest non-empty rollouts to synthesize a reference from (a reference synthesized from
+    one rollout is that rollout)."""
+    min_criteria: int = Field(default=3, ge=1)
+    """Fewest proposed criteria."""
+    max_criteria: int = Field(default=8, ge=1)
+    """Most proposed criteria."""
+    synthesis_max_tokens: int = Field(default=1024, ge=1)
+    """Most tokens of the synthesized reference."""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> SelfProposedRubricOptions:
+        if self.min_criteria > self.max_criteria:
+            raise OptionError("max_criteria", f"should be at least min_criteria={self.min_criteria}")
+        return self
+
+
+@takes_options(SelfProposedRubricOptions)
 class SelfProposedRubricReward(Judge):
     """Compute-as-Teacher rewards for groups of rollouts (see the module docstring).
 
-    Args:
-        anchor: The anchor model's backend (a config mapping or a `Backend`); by default the
-            judge's own.
-        verify: ``"math"`` for verifiable answers; None for rubric grading.
-        group_field: The field naming a sample's group; by default the prompt groups.
-        min_group: Fewest non-empty rollouts to synthesize a reference from.
-        min_criteria, max_criteria: Bounds on the proposed criteria.
-        synthesis_max_tokens: Most tokens of the synthesized reference.
-        **options: Backend, client, template and verdict options of `Judge` (for the judge that
-            grades the criteria).
+    Options: `SelfProposedRubricOptions` (the anchor model, verification or criteria, group
+    bounds), and the backend, client, template and verdict options of the grading judge
+    (`JudgeOptions`).
     """
 
     name = "self_proposed_rubric"
@@ -64,10 +90,6 @@ class SelfProposedRubricReward(Judge):
         synthesis_max_tokens: int = 1024,
         **options: Any,
     ):
-        if verify not in (None, "math"):
-            raise ValueError(f"verify must be 'math' or absent, got {verify!r}")
-        if min_group < 2:
-            raise ValueError("min_group must be at least 2")
         super().__init__(**options)
         self.anchor_client = (
             self.client if anchor is None else ModelClient(make_backend(anchor), self.client.options)
@@ -78,7 +100,7 @@ class SelfProposedRubricReward(Judge):
         # The grader shares this judge's backend and client (one cache, one concurrency limit)
         # and never sees a reference: the method is reference-free.
         self.grader = RubricReward(
-            aggregation="fraction",
+            aggregate="fraction",
             mode="per_criterion",
             use_reference=False,
             backend=self.backend,

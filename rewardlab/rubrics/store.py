@@ -136,6 +136,7 @@ class RubricStore(SqliteFile):
                 changed = current is None or [c.to_dict() for c in criteria] != [
                     c.to_dict() for c in current.criteria
                 ]
+                snapshot: Rubric | None
                 if changed or replacement is not None:
                     version += 1
                     metadata = (

@@ -1,4 +1,4 @@
-"""Serving rewards over HTTP: ``rewardlab serve`` (`serve`, `create_app`; the limits in
+"""Serving rewards over HTTP: ``rewardlab serve`` (`start_server`, `create_app`; the limits in
 `ServeOptions`) and its client `RemoteReward`. A client never imports the server's dependencies
 (FastAPI, uvicorn, prometheus-client): names are imported on first use.
 """
@@ -9,7 +9,6 @@ _EXPORTS = {
     "RemoteReward": "rewardlab.serving.remote",
     "ServeOptions": "rewardlab.serving.limits",
     "create_app": "rewardlab.serving.app",
-    "serve": "rewardlab.serving.serve",
     "start_server": "rewardlab.serving.serve",
 }
 

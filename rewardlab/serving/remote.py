@@ -18,11 +18,12 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from rewardlab.llm.openai_format import retry_after_seconds
 from rewardlab.optional import require
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
+from rewardlab.rewards.options import RewardOptions, takes_options
 from rewardlab.serving.wire import ScoreResponse, WireSample, describe, sample_record
 
 TOKEN_ENV = "REWARDLAB_SERVE_TOKEN"
@@ -38,29 +39,42 @@ class _Failed(Exception):
         self.retry_after = retry_after
 
 
+class RemoteOptions(RewardOptions):
+    """Options of `RemoteReward`."""
+
+    url: str
+    """The server's address (``http://host:port``)."""
+    token: str | None = None
+    """Bearer token for a server started with one; by default the ``REWARDLAB_SERVE_TOKEN``
+    environment variable, read at call time."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Time limit of one HTTP request (keep it above the server's deadline, which answers late
+    batches with ``timeout`` statuses itself)."""
+    retries: int = Field(default=4, ge=0)
+    """Further attempts after the first, for connection errors, 429 and 5xx."""
+    backoff_s: float = Field(default=0.5, ge=0)
+    """The first retry waits up to this long, each later one up to twice as long (full jitter);
+    a ``Retry-After`` from the server is waited instead, both capped at ``backoff_max_s``."""
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    """Cap on one wait."""
+    batch_size: int = Field(default=256, ge=1)
+    """Most samples per request (keep it within the server's ``max_batch_size``)."""
+    concurrency: int = Field(default=4, ge=1)
+    """Requests in flight at once for one `ascore` call."""
+
+
+@takes_options(RemoteOptions)
 class RemoteReward(Reward):
     """Scores samples by POSTing them to a ``rewardlab serve`` server's ``/score``.
 
-    Args:
-        url: The server's address (``http://host:port``).
-        token: Bearer token for a server started with one; by default the
-            ``REWARDLAB_SERVE_TOKEN`` environment variable, read at call time.
-        timeout_s: Time limit of one HTTP request (keep it above the server's deadline, which
-            answers late batches with ``timeout`` statuses itself).
-        retries: Further attempts after the first, for connection errors, 429 and 5xx.
-        backoff_s: First retry waits up to this long, each later one up to twice as long (full
-            jitter); a ``Retry-After`` from the server is waited instead, both capped at
-            ``backoff_max_s``.
-        backoff_max_s: Cap on one wait.
-        batch_size: Most samples per request (keep it within the server's ``max_batch_size``).
-        concurrency: Requests in flight at once for one `ascore` call.
-        name: The reward's name in logs and TRL metrics.
+    Options: `RemoteOptions` (the server's address and token, time limits, retries, batching).
 
     Example:
         >>> reward = RemoteReward("http://127.0.0.1:8001", name="accuracy")  # doctest: +SKIP
         >>> reward.score([Sample(prompt="1+1?", completion="\\\\boxed{2}", reference="2")])  # doctest: +SKIP
     """
 
+    name = "remote"
     io_bound = True
 
     def __init__(
@@ -74,12 +88,8 @@ class RemoteReward(Reward):
         backoff_max_s: float = 30.0,
         batch_size: int = 256,
         concurrency: int = 4,
-        name: str = "remote",
+        name: str | None = None,
     ):
-        if retries < 0 or batch_size < 1 or concurrency < 1:
-            raise ValueError("retries must be 0 or more, batch_size and concurrency at least 1")
-        if not timeout_s > 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         self.url = url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
@@ -88,7 +98,8 @@ class RemoteReward(Reward):
         self.backoff_max_s = backoff_max_s
         self.batch_size = batch_size
         self.concurrency = concurrency
-        self.name = name
+        if name is not None:
+            self.name = name
 
     def __repr__(self) -> str:
         return f"RemoteReward({self.url!r}, name={self.name!r})"

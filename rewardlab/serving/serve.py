@@ -56,8 +56,10 @@ def serve(
         close_reward: Close the reward when serving ends; by default exactly when it was built
             here from a config.
     """
-    built = not isinstance(config_or_reward, Reward)
-    reward = build(config_or_reward) if built else config_or_reward
+    if isinstance(config_or_reward, Reward):
+        reward, built = config_or_reward, False
+    else:
+        reward, built = build(config_or_reward), True
     close = built if close_reward is None else close_reward
     try:
         server = _uvicorn_server(reward, options, close_reward=close)

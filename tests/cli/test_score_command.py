@@ -100,6 +100,35 @@ COMMANDS = {
 
 
 @pytest.mark.parametrize("command", COMMANDS)
+def test_import_finds_a_module_in_the_current_folder(tmp_path, command):
+    (tmp_path / "my_local_rewards.py").write_text(
+        "import rewardlab\n"
+        "@rewardlab.register('cli_test_local')\n"
+        "class Local(rewardlab.RuleReward):\n"
+        "    name = 'cli_test_local'\n"
+        "    def check(self, sample):\n"
+        "        return rewardlab.Score(0.25)\n"
+    )
+    source = write_input(tmp_path / "in.jsonl", 3)
+    config = write_config(tmp_path / "reward.yaml", "type: cli_test_local\n")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    done = subprocess.run(
+        [
+            *COMMANDS[command],
+            *score_argv(source, config, tmp_path / "out.jsonl", "--import", "my_local_rewards"),
+        ],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [record["value"] for record in read_output(tmp_path / "out.jsonl")] == [0.25] * 3
+
+
+@pytest.mark.parametrize("command", COMMANDS)
 def test_score_command_as_a_process(tmp_path, command):
     source = write_input(tmp_path / "in.jsonl", 20)
     config = write_config(tmp_path / "reward.yaml", "type: cli_test_length\n")

@@ -26,6 +26,7 @@ from rewardlab.rewards.contract import Usage
 ray = pytest.importorskip("ray")
 
 from rewardlab.offline.ray_engine import add_ray_arguments, score_rows_ray  # noqa: E402
+from rewardlab.offline.runner import batches  # noqa: E402
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "rollouts.jsonl"
 # The workers build the rewards below by name, so they import this module first.
@@ -166,14 +167,14 @@ def mixed_input(path: Path) -> Path:
         {
             "id": f"flaky-{i}",
             "data_source": "flaky",
-            "prompt": "p",
+            "prompt": f"flaky {i}",
             "completion": "FAIL" if i % 3 else "x" * i,
         }
         for i in range(9)
     ]
     extra += [
-        {"id": f"poisoned-{i}", "data_source": "poisoned", "prompt": "p", "completion": c}
-        for i, c in enumerate(["fine", "poison", "fine"])
+        {"id": f"poisoned-{i}", "data_source": "poisoned", "prompt": f"poisoned {i}", "completion": c}
+        for i, c in enumerate(["fine", "poison", "fine", "fine", "fine", "fine", "fine"])
     ]
     extra.append({"id": "wrong-type", "data_source": "math", "prompt": "p", "completion": 7})
     path.write_text("\n".join(lines + [json.dumps(record) for record in extra]) + "\n")
@@ -238,7 +239,7 @@ def test_records_are_identical_to_the_single_process_engines(tmp_path, local_ray
 
     single_records = read_records(tmp_path / "single.jsonl")
     ray_records = read_records(tmp_path / "ray.jsonl")
-    assert len(ray_records) == len(single_records) == 46
+    assert len(ray_records) == len(single_records) == 50
     ray_by_row = {record["row"]: record for record in ray_records}
     assert len(ray_by_row) == len(ray_records)
     for expected in single_records:
@@ -255,11 +256,13 @@ def test_records_are_identical_to_the_single_process_engines(tmp_path, local_ray
     assert broken["line"] == 33 and broken["reason"].startswith("line 33: malformed JSON")
     missing = next(record for record in ray_records if record["id"] == "bad-row")
     assert missing["details"] == {"row_error": "missing field 'completion'", "field": "completion"}
-    # Rows 40-43 are one batch of 4: poison fails poisoned-0 with it, not poisoned-2 in the next.
-    poisoned = {record["id"]: record for record in ray_records if record["id"].startswith("poisoned-")}
-    assert [poisoned[f"poisoned-{i}"]["row"] for i in range(3)] == [42, 43, 44]
-    assert [poisoned[f"poisoned-{i}"]["status"] for i in range(3)] == ["error", "error", "ok"]
-    assert "poisoned batch" in poisoned["poisoned-0"]["reason"]
+    # The poison fails its route's rows of its own batch, and none of another batch.
+    (batch,) = [b for b in batches(open_rows(source).rows, 4) if "poisoned-1" in {row.id for row in b}]
+    in_batch = {row.id for row in batch}
+    for record in (record for record in ray_records if record["id"].startswith("poisoned-")):
+        failed_by_poison = record["status"] == "error" and "poisoned batch" in record["reason"]
+        assert failed_by_poison == (record["id"] in in_batch), record["id"]
+    assert "poisoned batch" in next(r["reason"] for r in ray_records if r["id"] == "poisoned-1")
     assert all(record["usage"]["latency_s"] > 0 for record in ray_records if record["usage"])
     assert any(record["usage"] for record in ray_records)
 
@@ -272,12 +275,14 @@ def test_records_are_identical_to_the_single_process_engines(tmp_path, local_ray
     assert ray_summary.pop("mean_value") == pytest.approx(single_summary.pop("mean_value"))
     assert ray_summary == single_summary
     summary = json.loads((tmp_path / "ray.jsonl.summary.json").read_text())
-    assert summary["rows"] == 46 and summary["reward"] == "route"
+    assert summary["rows"] == 50 and summary["reward"] == "route"
 
 
 def test_each_worker_builds_the_reward_once_and_keeps_batches_in_flight(tmp_path, local_ray):
     source = tmp_path / "in.jsonl"
-    source.write_text("".join(json.dumps({"prompt": "p", "completion": str(i)}) + "\n" for i in range(24)))
+    source.write_text(
+        "".join(json.dumps({"prompt": f"p{i}", "completion": str(i)}) + "\n" for i in range(24))
+    )
     options = RunOptions(batch_size=2, concurrency=3, progress=False)
     config = {"type": "ray_test_probe"}
 
@@ -393,7 +398,7 @@ def test_the_score_command_runs_on_ray_with_the_same_records(tmp_path, local_ray
     ray_run = sorted(
         (without_timing(r) for r in read_records(tmp_path / "ray.jsonl")), key=lambda r: r["row"]
     )
-    assert ray_run == single and len(single) == 46
+    assert ray_run == single and len(single) == 50
     assert (
         main(
             [*common, "--output", str(tmp_path / "x.jsonl"), "--engine", "ray", "--ray-address", "ray://h:1"]

@@ -193,7 +193,7 @@ def test_invalid_input_from_the_reward_is_recorded_per_sample(tmp_path):
 def test_a_batch_the_reward_cannot_score_fails_alone(tmp_path, reward, reason):
     texts = completions(12)
     texts[5] = "poison"
-    records = [{"id": f"r{i}", "prompt": "p", "completion": text} for i, text in enumerate(texts)]
+    records = [{"id": f"r{i}", "prompt": f"p{i}", "completion": text} for i, text in enumerate(texts)]
     source = write_jsonl(tmp_path / "in.jsonl", records)
     summary = score_file(reward, source, tmp_path / "out.jsonl", options=QUIET)
 
@@ -446,3 +446,66 @@ def test_a_route_moves_progress_as_each_route_finishes():
     nested = Combine({"routed": Route({"f": LengthReward(), "s": gated}, by="task")})
     early, reported, _ = asyncio.run(run(nested, gated))
     assert (early, reported) == ([], [])
+
+
+def _rows(groups: Sequence[tuple[str, int]]) -> list:
+    from rewardlab.offline.rows import Row
+
+    rows, index = [], 0
+    for prompt, count in groups:
+        for _ in range(count):
+            rows.append(
+                Row(index=index, line=None, id=f"r{index}", sample=Sample(prompt, "c", id=f"r{index}"))
+            )
+            index += 1
+    return rows
+
+
+def test_batches_are_cut_only_where_the_group_changes():
+    from rewardlab.offline.runner import batches
+
+    rows = _rows([("a", 3), ("b", 3), ("c", 2), ("d", 5)])
+    sizes = [[row.sample.prompt for row in batch] for batch in batches(rows, 4)]
+    assert sizes == [["a"] * 3 + ["b"] * 3, ["c"] * 2 + ["d"] * 5]
+    assert [row.id for batch in batches(rows, 4) for row in batch] == [row.id for row in rows]
+
+
+def test_a_group_field_keeps_different_prompts_together():
+    from rewardlab.offline.rows import Row
+    from rewardlab.offline.runner import batches
+
+    rows = [
+        Row(index=i, line=None, id=str(i), sample=Sample(f"p{i}", "c", fields={"group_id": i // 3}))
+        for i in range(6)
+    ]
+    assert [len(batch) for batch in batches(rows, 2)] == [3, 3]
+
+
+def test_a_group_past_the_overflow_is_cut_with_a_warning(caplog):
+    from rewardlab.offline.runner import GROUP_OVERFLOW, batches
+
+    rows = _rows([("same", 2 * GROUP_OVERFLOW + 1)])
+    with caplog.at_level("WARNING"):
+        sizes = [len(batch) for batch in batches(rows, 2)]
+    assert sizes == [2 * GROUP_OVERFLOW, 1]
+    assert "split across batches" in caplog.text
+
+
+def test_a_group_aware_reward_sees_each_group_whole(tmp_path):
+    class GroupSizes(Reward):
+        """Scores each sample with the size of its group as seen in its batch."""
+
+        name = "group_sizes"
+
+        async def ascore(self, samples):
+            counts = Counter(sample.group_key() for sample in samples)
+            return [Score(float(counts[sample.group_key()])) for sample in samples]
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text(
+        "".join(json.dumps({"prompt": f"q{i // 6}", "completion": str(i)}) + "\n" for i in range(30))
+    )
+    output = tmp_path / "scores.jsonl"
+    score_file(GroupSizes(), data, output, options=RunOptions(batch_size=4, progress=False))
+    values = [json.loads(line)["value"] for line in output.read_text().splitlines()]
+    assert values == [6.0] * 30

@@ -207,7 +207,8 @@ def test_through_the_trl_adapter(pair):
 
 
 def test_tool_results_belong_to_no_step_and_a_step_ending_at_the_cut_counts(pair, tiny_tokenizer):
-    from rewardlab.prm.trajectory import StepOptions, tokenize_sample
+    from rewardlab.prm.trajectory import tokenize_sample
+    from rewardlab.rewards.steps import StepOptions
 
     policy, reference = pair
     trajectory = [
@@ -230,12 +231,13 @@ def test_tool_results_belong_to_no_step_and_a_step_ending_at_the_cut_counts(pair
 
 
 def test_a_lone_assistant_message_is_split_into_steps_like_text(pair, tiny_tokenizer):
-    from rewardlab.prm.trajectory import StepOptions, step_texts, tokenize_sample
+    from rewardlab.prm.trajectory import step_texts, tokenize_sample
+    from rewardlab.rewards.steps import StepOptions
 
     # What TRL passes for a conversational dataset: the completion is one assistant message.
     chat = [{"role": "assistant", "content": "x = 1\ny = 2\nso 3"}]
     sample = Sample(prompt=[{"role": "user", "content": "sum?"}], completion=chat)
-    options = StepOptions(how="lines")
+    options = StepOptions(split="lines")
     assert step_texts(sample, options) == ["x = 1", "y = 2", "so 3"]
     trajectory = tokenize_sample(sample, tiny_tokenizer, options)
     text = trajectory.completion_text
@@ -248,7 +250,7 @@ def test_a_lone_assistant_message_is_split_into_steps_like_text(pair, tiny_token
     assert trajectory.owners[header + 6 : header + 12] == (1,) * 6
 
     policy, reference = pair
-    reward = ProgressAdvantageReward(policy=policy, reference=reference, how="lines")
+    reward = ProgressAdvantageReward(policy=policy, reference=reference, steps={"split": "lines"})
     (scored,) = reward.score([sample])
     assert len(scored.steps) == 3
     # A trajectory with a tool call keeps one step per assistant action.

@@ -71,7 +71,9 @@ def test_a_trained_prm_scores_steps_as_taught(tiny_causal_lm, tiny_tokenizer, tm
     folder = train_prm(
         rows, tmp_path / "prm", base_model=base, epochs=6, learning_rate=3e-3, batch_size=8, use_cpu=True
     )
-    reward = build({"type": "prm", "model": str(folder), "family": "token_classification", "how": "lines"})
+    config = {"type": "prm", "model": str(folder), "family": "token_classification"}
+    config["steps"] = {"split": "lines"}
+    reward = build(config)
     (score,) = reward.score([Sample(prompt="Q:", completion="b ok\na no\nc ok\nc no")])
     assert score.ok, score.reason
     good, bad = score.steps[0::2], score.steps[1::2]

@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from rewardlab import Combine, Reward, Route, RuleReward, Sample, Score, Status
+from rewardlab import Combine, ConfigError, Reward, Route, RuleReward, Sample, Score, Status, build
 
 
 class Fixed(RuleReward):
@@ -66,10 +66,14 @@ def test_not_applicable_components_are_left_out_and_all_missing_is_not_applicabl
 
 
 def test_combine_rejects_inconsistent_configuration():
-    with pytest.raises(ValueError, match="unknown components"):
+    with pytest.raises(ConfigError, match=r"Combine.weights: name unknown components: \['z'\]"):
         Combine({"a": Fixed("a")}, weights={"z": 1.0})
-    with pytest.raises(ValueError, match="no meaning"):
+    with pytest.raises(ConfigError, match=r"Combine\.mode: min takes no weights"):
         Combine({"a": Fixed("a")}, mode="min", weights={"a": 2.0})
+    inner = {"type": "length", "mode": "below_max", "max_length": 1, "weight": 2}
+    nested = {"type": "combine", "mode": "min", "components": {"a": inner}}
+    with pytest.raises(ConfigError, match=r"components\.b\.mode: min takes no weights"):
+        build({"type": "combine", "components": {"b": nested}})
 
 
 class Recorder(Reward):

@@ -42,13 +42,17 @@ CONFIGS = {
     "progress_advantage": {"policy": "embedded"},
     "implicit_prm": {"policy": "embedded", "form": "cumulative"},
     "prm": {"family": "token_classification"},
+    # A tiny sequence classifier saved to a folder (see tiny_reward_model_folder); the DPO reward
+    # on the embedded model, reference-free.
+    "reward_model": {},
+    "dpo_implicit": {"policy": "embedded", "reference": None},
     "monte_carlo_steps": {"verifier": {"type": "math_answer"}, "n": 1, "continuer": {"max_tokens": 4}},
     "step_judge": {"client": {"cache": None}},
     # A rule reward behind a real `rewardlab serve` app on a free loopback port (see served_url).
     "remote": {"retries": 0},
 }
 JUDGES = {kind for kind in CONFIGS if kind.endswith(("_judge", "rubric"))} | {
-    "progress_advantage", "implicit_prm", "monte_carlo_steps"
+    "progress_advantage", "implicit_prm", "monte_carlo_steps", "dpo_implicit"
 }  # fmt: skip
 SAMPLE = Sample(
     prompt="p",
@@ -74,7 +78,7 @@ def test_every_builtin_has_a_config_here():
 
 
 def build_for_test(kind):
-    if kind in JUDGES or kind == "prm":
+    if kind in JUDGES or kind in ("prm", "reward_model"):
         from rewardlab.errors import MissingDependency
         from rewardlab.llm.default_model import default_model_path
 
@@ -86,6 +90,8 @@ def build_for_test(kind):
             raise
     if kind == "prm":
         return build({"type": kind, "model": tiny_prm_folder(), **CONFIGS[kind]})
+    if kind == "reward_model":
+        return build({"type": kind, "model": tiny_reward_model_folder(), **CONFIGS[kind]})
     if kind == "remote":
         return build({"type": kind, "url": served_url(), **CONFIGS[kind]})
     return build({"type": kind, **CONFIGS[kind]})
@@ -114,6 +120,25 @@ def tiny_prm_folder():
     )  # fmt: skip
     folder = tempfile.mkdtemp(prefix="rewardlab-tiny-prm-")
     Qwen2ForTokenClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@functools.cache
+def tiny_reward_model_folder():
+    """A one-label sequence classifier built from a config, saved once per session."""
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForSequenceClassification
+
+    from rewardlab.llm.default_model import default_model_path
+    from rewardlab.llm.gguf_conversion import converted_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(converted_folder(default_model_path()))
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, num_labels=1, pad_token_id=tokenizer.pad_token_id,
+    )  # fmt: skip
+    folder = tempfile.mkdtemp(prefix="rewardlab-tiny-rm-")
+    Qwen2ForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

@@ -135,7 +135,7 @@ def test_regex_fullmatch_versus_search():
 def test_regex_config_errors():
     with pytest.raises(ValueError, match="invalid regular expression"):
         RegexMatchReward("(unclosed")
-    with pytest.raises(ValueError, match="unknown regex flag"):
+    with pytest.raises(ConfigError, match=r"RegexMatchReward\.flags\.0: Input should be 'IGNORECASE'"):
         RegexMatchReward("x", flags=["DOTAL"])
     with pytest.raises(ConfigError, match="invalid regular expression"):
         rewardlab.build({"type": "regex_match", "pattern": "[a-"})

@@ -50,7 +50,7 @@ def test_fraction_and_breakdown():
 
 
 def test_all_or_nothing():
-    reward = InstructionFollowingReward(aggregate="all")
+    reward = InstructionFollowingReward(aggregate="all_or_nothing")
     partly, fully = reward.score(
         [row("Hello world, twice.", *NO_COMMA_AND_SHORT), row("Hello world.", *NO_COMMA_AND_SHORT)]
     )
@@ -252,7 +252,8 @@ def test_ifbench_check_needing_absent_nltk_data_is_an_error_naming_it():
 
 
 def test_build_instruction_following():
-    reward = rewardlab.build({"type": "instruction_following", "aggregate": "all", "mode": "loose"})
+    config = {"type": "instruction_following", "aggregate": "all_or_nothing", "mode": "loose"}
+    reward = rewardlab.build(config)
     assert isinstance(reward, InstructionFollowingReward)
     assert reward.name == "instruction_following"
     assert score_one(reward, row("Hello world.", *NO_COMMA_AND_SHORT)).value == 1.0

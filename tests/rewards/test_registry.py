@@ -49,12 +49,20 @@ def test_build_nested_combine_and_route_from_yaml(tmp_path):
     [
         ({}, "missing 'type'"),
         ({"type": "nope"}, "unknown reward type 'nope'"),
-        ({"type": "constant_for_registry_test", "valeu": 1}, "accepted options: value, name"),
+        (
+            {"type": "constant_for_registry_test", "valeu": 1},
+            "valeu: unknown option; accepted options: value, name",
+        ),
         ({"type": "combine", "components": {"a": {"type": "nope"}}}, "components.a: unknown reward type"),
-        ({"type": "combine"}, "combine needs 'components'"),
+        ({"type": "combine"}, "components: Field required"),
+        ({"type": "combine", "components": {"a": 1}}, "components.a: should be a reward config"),
         (
             {"type": "combine", "components": {"a": {"type": "constant_for_registry_test"}}, "mode": "max"},
-            "mode must be",
+            "mode: Input should be 'weighted_sum' or 'min'",
+        ),
+        (
+            {"type": "route", "routes": {"x": {"type": "constant_for_registry_test", "value": "high"}}},
+            "routes.x.value: Input should be a valid number",
         ),
     ],
 )

@@ -64,7 +64,8 @@ def test_given_steps_are_found_in_order():
 
 def test_given_steps_are_kept_as_given_whatever_max_steps_says():
     from rewardlab import Sample
-    from rewardlab.prm.trajectory import StepOptions, text_step_spans
+    from rewardlab.prm.trajectory import text_step_spans
+    from rewardlab.rewards.steps import StepOptions
 
     text = "a long first step. b. c. another long step."
     given = ["a long first step.", "b.", "c.", "another long step."]

@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from rewardlab import Sample, Status, build
+from rewardlab import ConfigError, Sample, Status, build
 from rewardlab.cli import main
 from rewardlab.integrations.trl import as_reward_func
 from rewardlab.llm.backend import TokenLogprob
@@ -93,16 +93,16 @@ def test_holistic_grade(scripted):
 
 
 @pytest.mark.parametrize(
-    ("aggregation", "expected"),
+    ("aggregate", "expected"),
     [
         ("weighted_sum", [7.0, 5.0, -3.0]),
         ("all_or_nothing", [1.0, 0.0, 0.0]),
         ("fraction", [1.0, 2 / 3, 0.0]),
     ],
 )
-def test_other_aggregations(scripted, aggregation, expected):
+def test_other_aggregations(scripted, aggregate, expected):
     scripted.default = grader
-    scores = reward(scripted, rubric=RUBRIC, aggregation=aggregation).score(
+    scores = reward(scripted, rubric=RUBRIC, aggregate=aggregate).score(
         [Sample(completion=c) for c in RESPONSES]
     )
     assert [s.value for s in scores] == pytest.approx(expected)
@@ -332,7 +332,7 @@ def test_all_or_nothing_needs_every_ordinal_criterion_fully_met(scripted):
         scripted.default = lambda body, answer=answer: Reply(
             text=json.dumps({"verdict": "yes" if "42" in fenced(body, "CRITERION")[0][1] else answer})
         )
-        (score,) = reward(scripted, rubric=rubric, aggregation="all_or_nothing").score(
+        (score,) = reward(scripted, rubric=rubric, aggregate="all_or_nothing").score(
             [Sample(prompt="q", completion="It is 42.")]
         )
         assert score.value == expected, answer
@@ -342,7 +342,7 @@ def test_all_or_nothing_needs_every_ordinal_criterion_fully_met(scripted):
 
 
 def test_options_and_empty_completions(scripted):
-    with pytest.raises(ValueError, match="min_criteria <= max_criteria"):
+    with pytest.raises(ConfigError, match=r"max_criteria: should be at least min_criteria=5"):
         reward(scripted, generate="task", min_criteria=5, max_criteria=2)
     with pytest.raises(ValueError, match="not prefixes"):
         reward(scripted, rubric=RUBRIC, mode="holistic", verdict_from="logprobs")

@@ -365,13 +365,15 @@ def _instrumented(tests: AssertTests) -> types.CodeType:
     its own. Cached: the G rollouts of one prompt share their tests."""
     module = ast.parse(tests.code)
     counted = {ast.dump(statement) for statement in assert_statements(tests)}
-    body_owner = module
+    body_owner: ast.Module | ast.FunctionDef = module
     if tests.has_check:
         body_owner = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check")
-    wrapped, index = [], 0
+    wrapped: list[ast.stmt] = []
+    index = 0
     for statement in body_owner.body:
         if ast.dump(statement) in counted:
             wrapper = ast.parse(_WRAPPER.format(index=index)).body[0]
+            assert isinstance(wrapper, ast.Try)
             wrapper.body.append(statement)
             wrapped.append(wrapper)
             index += 1

@@ -364,7 +364,9 @@ def _seal(libc, pids):
     sealed = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
     for pid in pids:
         target = f"/proc/{pid}".encode()
-        _checked(libc.mount(b"none", target, b"tmpfs", sealed, b"mode=0,size=4k"), f"mounting over {target}")
+        _checked(
+            libc.mount(b"none", target, b"tmpfs", sealed, b"mode=0,size=4k"), f"mounting over {target!r}"
+        )
     _checked(libc.mount(b"/proc/sys", b"/proc/sys", None, _MS_BIND, None), "binding /proc/sys")
     read_only = _MS_REMOUNT | _MS_BIND | sealed
     _checked(libc.mount(None, b"/proc/sys", None, read_only, None), "remounting /proc/sys read-only")
@@ -493,7 +495,8 @@ def _run_script(job):
     finally:
         try:
             for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-                stream.flush()
+                if stream is not None:
+                    stream.flush()
         finally:
             os._exit(exit_code)
 
@@ -602,8 +605,9 @@ class Relay:
         self.responses = os.fdopen(os.dup(1), "w", encoding="utf-8")
         for fd in (0, 1):
             _redirect(fd, os.devnull, os.O_RDWR)
-        self.child = None  # (pid, request fd, reply fd) of the loaded program
-        self.spare = None  # (request fd, reply fd) of the child forked ahead; its pid comes later
+        self.child: tuple[int, int, int] | None = None  # (pid, request fd, reply fd) of the loaded program
+        #: (request fd, reply fd) of the child forked ahead; its pid comes later.
+        self.spare: tuple[int, int] | None = None
         self.exits = {}  # pid -> exit code, reported by the template
         #: Whether a child got its job since the last reset: if none did, no program code ran
         #: since, and there is nothing to reset.
@@ -653,7 +657,9 @@ class Relay:
     def _start(self, job):
         """The spare child, given its job: (pid, request fd, reply fd). There is always a spare
         here: one is forked when the relay starts and after every reset that follows a start."""
-        (requests, replies), self.spare = self.spare, None
+        spare, self.spare = self.spare, None
+        assert spare is not None
+        requests, replies = spare
         self.dirty = True
         pid = self._control_message()
         try:
@@ -818,7 +824,7 @@ class Relay:
         if failure is not None:
             return failure
         self.child = self._start({"op": "program", "code": code, "workdir": self.workdir})
-        return self._relay_reply(float(request.get("timeout", 5.0)))
+        return self._relay_reply(self.child[2], float(request.get("timeout", 5.0)))
 
     def op_call(self, request):
         if self.child is None:
@@ -828,10 +834,11 @@ class Relay:
         except OSError:
             self.reset()
             return {"ok": False, "kind": "crashed", "error": "the program's process died"}
-        return self._relay_reply(float(request.get("timeout", 5.0)))
+        return self._relay_reply(self.child[2], float(request.get("timeout", 5.0)))
 
-    def _relay_reply(self, timeout):
-        reply = self._await_line(self.child[2], timeout)
+    def _relay_reply(self, replies, timeout):
+        """The loaded program's reply on fd ``replies``; a program that did not reply is reset."""
+        reply = self._await_line(replies, timeout)
         if isinstance(reply, dict):
             self.reset()  # a program that timed out or died is gone; the caller starts it again
         return reply

@@ -12,8 +12,10 @@ import asyncio
 import functools
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf
+from pydantic.json_schema import SkipJsonSchema
 
 from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion
@@ -23,6 +25,7 @@ from rewardlab.rewards.code.harness import STARTUP_ALLOWANCE_S, ProgramReport, r
 from rewardlab.rewards.code.sandbox import Isolation, Sandbox, SandboxLimits
 from rewardlab.rewards.code.session import adopt_orphans, reap_orphans
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
+from rewardlab.rewards.options import AnswerRegionOption, RewardOptions, takes_options
 from rewardlab.rewards.process_pool import (
     KillableProcessPool,
     LazyPool,
@@ -31,7 +34,6 @@ from rewardlab.rewards.process_pool import (
     WorkerCrashed,
 )
 
-LANGUAGES = ("python",)
 WORKER_MEMORY_BYTES = 4 << 30
 MAX_DETAILED_TESTS = 50
 
@@ -50,6 +52,7 @@ def execute(
     ``extraction`` holds `extract_program`'s options, or ``{"whole": True}`` for a text that is
     the program; ``limits`` is (test timeout, total timeout, float tolerance).
     """
+    source: str | None
     if extraction.get("whole"):
         source, method = text, "prompt_and_completion"
     else:
@@ -72,33 +75,76 @@ def execute(
         reap_orphans()
 
 
+_LIMITS = SandboxLimits()
+
+
+class SandboxLimitsOptions(BaseModel):
+    """Resource limits of one sandboxed run (`SandboxLimits`); limits not given keep their
+    defaults."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    memory_bytes: int = Field(default=_LIMITS.memory_bytes, ge=1)
+    """Address-space limit (``RLIMIT_AS``) of each process, and the memory limit of the whole
+    sandbox where a memory cgroup can be made."""
+    cpu_seconds: int = Field(default=_LIMITS.cpu_seconds, ge=1)
+    """CPU-time limit (``RLIMIT_CPU``) per process, a backstop behind the wall-clock limits."""
+    processes: int = Field(default=_LIMITS.processes, ge=1)
+    """Processes the sandbox user may have (``RLIMIT_NPROC``); bounds fork bombs."""
+    file_bytes: int = Field(default=_LIMITS.file_bytes, ge=1)
+    """Largest file a program may write (``RLIMIT_FSIZE``); also the largest stdin a test can
+    have."""
+    open_files: int = Field(default=_LIMITS.open_files, ge=1)
+    """Open file descriptors per process (``RLIMIT_NOFILE``)."""
+    tmp_bytes: int = Field(default=_LIMITS.tmp_bytes, ge=1)
+    """Size of the private ``/tmp``."""
+
+
+class CodeExecutionOptions(RewardOptions):
+    """Options of `CodeExecutionReward`."""
+
+    language: Literal["python"] = "python"
+    """The program's language (a runner per language plugs in here)."""
+    block: BlockChoice = "last"
+    """Which fenced block is the program when there are several: ``last``, ``first``,
+    ``longest``, or ``all`` joined in order."""
+    block_name: str | None = None
+    """Prefer the block whose info string names this file."""
+    allow_unfenced: bool = False
+    """With no fenced block, run the whole answer region."""
+    completion_continues_prompt: bool = False
+    """The completion continues code in the prompt (HumanEval with a base model): the program is
+    prompt + completion, unfenced."""
+    aggregate: Literal["fraction", "all_or_nothing"] = "fraction"
+    """``fraction`` of tests passed, or ``all_or_nothing`` (1.0 only if every test passes)."""
+    test_timeout_s: float = Field(default=3.0, gt=0)
+    """Wall-clock limit of one test. A test that exceeds it fails as ``timeout``: a slow program
+    is a wrong program, not a missing score."""
+    total_timeout_s: float = Field(default=30.0, gt=0)
+    """Wall-clock limit of one program over all its tests."""
+    float_tolerance: float = Field(default=1e-6, ge=0)
+    """Relative and absolute tolerance for numbers in outputs."""
+    isolation: Isolation = "bwrap"
+    """``bwrap`` (a bubblewrap sandbox), or ``unsafe_local`` (no isolation; trusted code only)."""
+    limits: SandboxLimitsOptions | SkipJsonSchema[InstanceOf[SandboxLimits]] | None = None
+    """Resource limits of a run; those not given keep their defaults."""
+    workers: int | None = Field(default=None, ge=1)
+    """Programs run at once (default: the number of CPUs)."""
+    answer_region: AnswerRegionOption = None
+    """Where the program is looked for: ``default`` (outside reasoning blocks, so code drafted
+    while thinking never runs), ``whole``, or a mapping of markers (see
+    `rewardlab.rewards.answer_region`)."""
+
+
+@takes_options(CodeExecutionOptions)
 class CodeExecutionReward(Reward):
     """Run the completion's program against the sample's tests in a sandbox.
 
     Scoring waits on worker processes (``io_bound``), so through the TRL adapter it runs as an
     async reward function, beside the trainer's other async rewards.
 
-    Args:
-        language: The program's language; ``"python"`` (a runner per language plugs in here).
-        block: Which fenced block is the program when there are several: ``"last"`` (default),
-            ``"first"``, ``"longest"`` or ``"all"``.
-        block_name: Prefer the block whose info string names this file.
-        allow_unfenced: With no fenced block, run the whole completion (default False).
-        completion_continues_prompt: The completion continues code in the prompt (HumanEval
-            with a base model): the program is prompt + completion, unfenced.
-        aggregate: ``"fraction"`` of tests passed (default) or ``"all"`` (1.0 only if every test
-            passes).
-        test_timeout_s: Wall-clock limit of one test (default 3.0). A test that exceeds it fails
-            as ``timeout``: a slow program is a wrong program, not a missing score.
-        total_timeout_s: Wall-clock limit of one program over all its tests (default 30.0).
-        float_tolerance: Relative and absolute tolerance for numbers in outputs (default 1e-6).
-        isolation: ``"bwrap"`` (default) or ``"unsafe_local"`` (no isolation; trusted code only).
-        limits: Resource limits (`SandboxLimits` fields as a mapping, or an instance).
-        workers: Programs run at once (default: the number of CPUs).
-        answer_region: Where the program is looked for: ``"default"`` (outside reasoning blocks,
-            so code drafted while thinking never runs), ``"whole"``, or a mapping of markers
-            (see `rewardlab.rewards.answer_region`).
-        name: Name in logs and breakdowns.
+    Options: `CodeExecutionOptions` (which block is the program, how tests fold, time and
+    resource limits, the sandbox).
 
     Tests come from the sample's fields; see `cases` for the formats (HumanEval, MBPP, APPS /
     TACO / CodeContests, plain input/output lists). ``Score.details`` lists each test's outcome,
@@ -108,34 +154,31 @@ class CodeExecutionReward(Reward):
     crashes on import fails every test and says why in ``reason``.
     """
 
+    name = "code_execution"
     io_bound = True
 
     def __init__(
         self,
         *,
-        language: str = "python",
+        language: Literal["python"] = "python",
         block: BlockChoice = "last",
         block_name: str | None = None,
         allow_unfenced: bool = False,
         completion_continues_prompt: bool = False,
-        aggregate: Literal["fraction", "all"] = "fraction",
+        aggregate: Literal["fraction", "all_or_nothing"] = "fraction",
         test_timeout_s: float = 3.0,
         total_timeout_s: float = 30.0,
         float_tolerance: float = 1e-6,
         isolation: Isolation = "bwrap",
-        limits: SandboxLimits | Mapping[str, int] | None = None,
+        limits: SandboxLimits | SandboxLimitsOptions | Mapping[str, int] | None = None,
         workers: int | None = None,
         answer_region: Any = None,
-        name: str = "code_execution",
+        name: str | None = None,
     ):
-        if language not in LANGUAGES:
-            raise ValueError(f"language must be one of {LANGUAGES}, got {language!r}")
-        if aggregate not in ("fraction", "all"):
-            raise ValueError(f"aggregate must be 'fraction' or 'all', got {aggregate!r}")
-        if test_timeout_s <= 0 or total_timeout_s <= 0:
-            raise ValueError("timeouts must be positive")
-        if isinstance(limits, Mapping):
-            limits = replace(SandboxLimits(), **limits)
+        if isinstance(limits, SandboxLimitsOptions):
+            limits = SandboxLimits(**limits.model_dump())
+        elif isinstance(limits, Mapping):
+            limits = SandboxLimits(**limits)
         self.sandbox = Sandbox(isolation=isolation, limits=limits or SandboxLimits())
         self.sandbox.check()
         self.language = language
@@ -149,7 +192,8 @@ class CodeExecutionReward(Reward):
         self.float_tolerance = float_tolerance
         self.workers = workers or os.cpu_count() or 1
         self.answer_region = AnswerRegion.from_option(answer_region)
-        self.name = name
+        if name is not None:
+            self.name = name
         # The trusted workers decode what programs return; a memory limit keeps a huge return
         # value from taking the host's memory with it.
         self._pool = LazyPool(

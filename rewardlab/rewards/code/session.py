@@ -125,7 +125,11 @@ class SandboxSession:
         finally:
             for fd in passed:
                 os.close(fd)
-        os.set_blocking(self.process.stdin.fileno(), False)
+        requests, replies = self.process.stdin, self.process.stdout
+        assert requests is not None and replies is not None  # both asked for as pipes above
+        #: The runner's stdin, where requests go, and its stdout, where replies come from.
+        self.requests, self.replies = requests, replies
+        os.set_blocking(self.requests.fileno(), False)
         self.pending = b""
         self.closed = False
         #: Programs started in this sandbox (it is replaced after a number of them).
@@ -161,12 +165,11 @@ class SandboxSession:
 
     def clean(self) -> bool:
         """Whether nothing is waiting in the pipe from the runner, as between any two replies."""
-        stdout = self.process.stdout
-        return not self.pending and stdout is not None and not select.select([stdout], [], [], 0)[0]
+        return not self.pending and not select.select([self.replies], [], [], 0)[0]
 
     def _write(self, data: bytes, deadline: float) -> None:
         """Write without blocking past the deadline (a stopped runner stops reading)."""
-        fd = self.process.stdin.fileno()
+        fd = self.requests.fileno()
         view = memoryview(data)
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_WRITE)
@@ -185,15 +188,14 @@ class SandboxSession:
                 view = view[written:]
 
     def _read_line(self, deadline: float) -> bytes:
-        stdout = self.process.stdout
         with selectors.DefaultSelector() as selector:
-            selector.register(stdout, selectors.EVENT_READ)
+            selector.register(self.replies, selectors.EVENT_READ)
             while b"\n" not in self.pending:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not selector.select(remaining):
                     self._end()
                     raise SessionEnded("the program ran past its time limit", timed_out=True)
-                chunk = os.read(stdout.fileno(), 1 << 16)
+                chunk = os.read(self.replies.fileno(), 1 << 16)
                 if not chunk:
                     self._end()
                     raise SessionEnded(self._death_reason())
@@ -230,7 +232,7 @@ class SandboxSession:
     def close(self) -> None:
         """Kill the runner and everything it started; idempotent."""
         self._end()
-        for stream in (self.process.stdin, self.process.stdout):
+        for stream in (self.requests, self.replies):
             stream.close()
         self.diagnostics.close()
         if self.cgroup is not None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TypeGuard
 
 from rewardlab.rewards.math.commitment import DOUBTS, words
-from rewardlab.rewards.math.evaluate import evaluate
+from rewardlab.rewards.math.evaluate import Value, evaluate
 from rewardlab.rewards.math.expression import Node, Unsupported, parse_expression, variables
 from rewardlab.rewards.math.normalize import EMPTY_SET, Normalized, normalize
 from rewardlab.rewards.math.units import Unit
@@ -252,13 +253,14 @@ def _parse_shape(text: str, cleaned: Normalized) -> Answer:
         # names what the value is; the rest states it.
         return _parse_shape("=".join(sides[1:]).strip(), cleaned)
     if len(sides) == 2:
-        return _equation(*(parse_expression(side.strip()) for side in sides), text=text)
+        left, right = sides
+        return _equation(parse_expression(left.strip()), parse_expression(right.strip()), text=text)
     if len(sides) > 2:
         return _chain([side.strip() for side in sides])
     if text[0] in "([" and text[-1] in ")]" and _balanced_inside(text):
-        inner = split_top_level(text[1:-1], ",")
-        if len(inner) > 1:
-            return Bracketed(text[0], text[-1], tuple(_item(part) for part in inner))
+        elements = split_top_level(text[1:-1], ",")
+        if len(elements) > 1:
+            return Bracketed(text[0], text[-1], tuple(_item(part) for part in elements))
     parts = _list_parts(text)
     if len(parts) > 1:
         return Collection(tuple(_item(part) for part in parts), braces=False, text=text)
@@ -340,7 +342,7 @@ def _determinant(matrix: Matrix) -> Fraction:
     if any(len(row) != size for row in matrix.rows):
         raise Unsupported("the determinant of a non-square matrix")
     rows = [[evaluate(cell.node) for cell in row] for row in matrix.rows]
-    if not all(isinstance(value, Fraction) for row in rows for value in row):
+    if not _all_exact(rows):
         raise Unsupported("a determinant with irrational entries")
     determinant = Fraction(1)
     for column in range(size):
@@ -355,6 +357,10 @@ def _determinant(matrix: Matrix) -> Fraction:
             factor = rows[below][column] / rows[column][column]
             rows[below] = [a - factor * b for a, b in zip(rows[below], rows[column], strict=True)]
     return determinant
+
+
+def _all_exact(rows: list[list[Value]]) -> TypeGuard[list[list[Fraction]]]:
+    return all(isinstance(value, Fraction) for row in rows for value in row)
 
 
 def _numeric(node: Node) -> complex | None:
@@ -455,12 +461,16 @@ def _inequality(text: str) -> Bracketed | None:
         operators = [_LESS[op] for op in operators]
     else:
         return None
-    low, high, opening, closing = Infinity(-1), Infinity(1), "(", ")"
+    low: Scalar | Infinity = Infinity(-1)
+    high: Scalar | Infinity = Infinity(1)
+    opening, closing = "(", ")"
     variable_at = next(index for index, (_, name) in enumerate(sides) if name is not None)
-    if variable_at > 0:
-        low, opening = Scalar(sides[variable_at - 1][0]), "[" if operators[variable_at - 1] == "<=" else "("
-    if variable_at < len(sides) - 1:
-        high, closing = Scalar(sides[variable_at + 1][0]), "]" if operators[variable_at] == "<=" else ")"
+    before = sides[variable_at - 1][0] if variable_at > 0 else None
+    after = sides[variable_at + 1][0] if variable_at < len(sides) - 1 else None
+    if before is not None:
+        low, opening = Scalar(before), "[" if operators[variable_at - 1] == "<=" else "("
+    if after is not None:
+        high, closing = Scalar(after), "]" if operators[variable_at] == "<=" else ")"
     return Bracketed(opening, closing, (low, high), from_inequality=True)
 
 

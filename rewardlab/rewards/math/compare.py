@@ -429,11 +429,12 @@ def _mixed_shapes_equal(gold: Answer, pred: Answer) -> Verdict:
 
 
 def _same_shape_equal(gold: Answer, pred: Answer) -> Verdict:
-    if isinstance(gold, Scalar):
+    """Equivalence of two answers of the same type (the caller checked ``type(gold) is type(pred)``)."""
+    if isinstance(gold, Scalar) and isinstance(pred, Scalar):
         return _scalars_equal(gold, pred)
-    if isinstance(gold, Equation):
+    if isinstance(gold, Equation) and isinstance(pred, Equation):
         return _equations_equal(gold, pred)
-    if isinstance(gold, Bracketed):
+    if isinstance(gold, Bracketed) and isinstance(pred, Bracketed):
         if (gold.opening, gold.closing) != (pred.opening, pred.closing):
             return False
         if gold.from_inequality != pred.from_inequality and _may_be_a_point(
@@ -441,19 +442,19 @@ def _same_shape_equal(gold: Answer, pred: Answer) -> Verdict:
         ):
             return False
         return _ordered_equal(gold.items, pred.items)
-    if isinstance(gold, Collection):
+    if isinstance(gold, Collection) and isinstance(pred, Collection):
         return _collections_equal(gold, pred)
-    if isinstance(gold, Union):
+    if isinstance(gold, Union) and isinstance(pred, Union):
         verdict = _interval_sets_equal(gold, pred)
         return verdict if verdict is not None else _unordered_equal(gold.parts, pred.parts)
-    if isinstance(gold, Matrix):
+    if isinstance(gold, Matrix) and isinstance(pred, Matrix):
         if [len(row) for row in gold.rows] != [len(row) for row in pred.rows]:
             return False
         return _ordered_equal([c for row in gold.rows for c in row], [c for row in pred.rows for c in row])
-    if isinstance(gold, Infinity):
+    if isinstance(gold, Infinity) and isinstance(pred, Infinity):
         return gold.sign == pred.sign
-    if isinstance(gold, Words):
+    if isinstance(gold, Words) and isinstance(pred, Words):
         return gold.text == pred.text
-    if isinstance(gold, Clock):
+    if isinstance(gold, Clock) and isinstance(pred, Clock):
         return gold.minutes == pred.minutes
     return None

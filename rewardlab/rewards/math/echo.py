@@ -2,7 +2,7 @@
 
 "Expand $(x+1)^2$." is not answered by "$(x+1)^2$", nor "Simplify $\\frac{6}{8}$." by
 "$\\frac{6}{8}$", nor "Convert 12 feet to inches." by "12 feet", though each equals the
-reference in value - the task was to transform it. A policy under RL learns to echo (README:
+reference in value - the task was to transform it. A policy under RL learns to echo (docs/experiments.md:
 "The answer is 17 - 7." for "What is 17 - 7?"); the arithmetic-left-undone rule stops that for
 numeric references, and this one for the rest: an answer written exactly as an expression of the
 question (the same tree once parsed: spacing, braces and ``\\dfrac`` do not matter), that is not

@@ -118,15 +118,20 @@ def _bounded(value: Value) -> Value:
 def _binomial(top: Value, bottom: Value) -> Value:
     """C(n, k) for a whole k, as the falling factorial n (n-1) ... (n-k+1) / k!, so that a
     variable n (identity tests) works as well as a number."""
-    whole = isinstance(top, Fraction) and top.denominator == 1
-    if whole and isinstance(bottom, Fraction) and bottom.denominator == 1 and 0 <= top - bottom < bottom:
-        bottom = top - bottom  # C(n, k) = C(n, n - k): the smaller index keeps the product short
+    whole = top if isinstance(top, Fraction) and top.denominator == 1 else None
+    if (
+        whole is not None
+        and isinstance(bottom, Fraction)
+        and bottom.denominator == 1
+        and 0 <= whole - bottom < bottom
+    ):
+        bottom = whole - bottom  # C(n, k) = C(n, n - k): the smaller index keeps the product short
     if not (isinstance(bottom, Fraction) and bottom.denominator == 1 and 0 <= bottom <= MAX_FACTORIAL):
         if (
-            whole
+            whole is not None
             and isinstance(bottom, Fraction)
             and bottom.denominator == 1
-            and top >= bottom > MAX_FACTORIAL
+            and whole >= bottom > MAX_FACTORIAL
         ):
             raise TooLarge("a binomial coefficient of more than 900 digits")
         raise Unsupported("binomial coefficient with a non-integer or huge lower index")

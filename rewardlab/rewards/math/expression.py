@@ -98,6 +98,7 @@ def tokenize(text: str) -> list[Token]:
         if match is None:
             raise Unsupported(f"unexpected character {text[position]!r}")
         kind = match.lastgroup
+        assert kind is not None  # every alternative of _TOKEN is a named group
         if kind != "space":
             tokens.append(Token(kind, match.group()))
         position = match.end()
@@ -135,8 +136,8 @@ class _Parser:
 
     def parse(self) -> Node:
         node = self.expression()
-        if self.peek() is not None:
-            raise Unsupported(f"unexpected {self.peek().text!r}")
+        if (token := self.peek()) is not None:
+            raise Unsupported(f"unexpected {token.text!r}")
         return node
 
     def nested(self, parse: Callable[[], Node]) -> Node:
@@ -166,13 +167,13 @@ class _Parser:
                 self.take()
                 node = ("mul", node, ("div", ("num", Fraction(1), 0), self.unary()))
             elif self.starts_primary(token):
-                node = self.implicit_product(node)
+                node = self.implicit_product(node, token)
             else:
                 break
         return node
 
-    def implicit_product(self, left: Node) -> Node:
-        token = self.peek()
+    def implicit_product(self, left: Node, token: Token) -> Node:
+        """``left`` times the primary starting at ``token`` (the next token, not yet taken)."""
         negative = left[0] == "neg"
         whole = left[1] if negative else left
         if whole[0] == "num" and whole[2] == 0 and (mixed := self.mixed_fraction(token)) is not None:

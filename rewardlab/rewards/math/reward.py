@@ -16,7 +16,9 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion, Region
@@ -45,6 +47,7 @@ from rewardlab.rewards.math.extract import (
     reference_answer,
 )
 from rewardlab.rewards.math.normalize import Normalized, normalize
+from rewardlab.rewards.options import RuleOptions, takes_options
 from rewardlab.rewards.process_pool import (
     KillableProcessPool,
     LazyPool,
@@ -53,7 +56,7 @@ from rewardlab.rewards.process_pool import (
     WorkerCrashed,
     preload_in_workers,
 )
-from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S, checked_execution, run_per_sample
+from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S, run_per_sample
 
 CAS_WARM = "rewardlab.rewards.math.cas_warm"
 Started = CasVerdict | tuple[Status, str] | concurrent.futures.Future
@@ -148,7 +151,7 @@ def _needs_a_number(gold: Answer | _Unparsed, predicted: Answer | _Unparsed) -> 
         return False
     assert isinstance(gold, Scalar | Equation)
     node = _value_node(gold)
-    if (decimal_digits(node) or 0) >= APPROXIMATION_DIGITS:
+    if node is None or (decimal_digits(node) or 0) >= APPROXIMATION_DIGITS:
         return False
     radians = isinstance(predicted, Scalar) and (predicted.radians or uses_pi(predicted.node))
     return not (isinstance(gold, Scalar) and gold.degrees and radians)
@@ -290,6 +293,33 @@ def _reference_answer(reference: str) -> str | None:
     return reference_answer(reference)
 
 
+class MathAnswerOptions(RuleOptions):
+    """Options of `MathAnswerReward`."""
+
+    use_phrases: bool = True
+    """Read "the answer is X" / "Answer: X" / "#### X" / "A: X"."""
+    use_final_line: bool = True
+    """Without an explicit statement, read the final line."""
+    last_number_fallback: bool = False
+    """As a last resort take the last number in the text (off: it rewards answers that were
+    never stated as answers)."""
+    use_cas: bool = True
+    """Send pairs the fast path cannot settle to math-verify. Without it, such pairs get status
+    ``parse_error``."""
+    cas_budget_s: float = Field(default=3.0, gt=0)
+    """Wall-clock CAS budget of one sample, shared by the answers it states that only the CAS can
+    settle; past it the worker is killed and the sample gets status ``timeout``."""
+    cas_workers: int | None = Field(default=None, ge=1)
+    """CAS worker processes (default: min(2, CPU count))."""
+    memory_limit_mb: int = Field(default=1024, ge=1)
+    """Address-space limit per CAS worker, in MiB."""
+    correct_value: float = 1.0
+    """The reward of a correct answer."""
+    incorrect_value: float = 0.0
+    """The reward of a wrong answer, or of none."""
+
+
+@takes_options(MathAnswerOptions)
 class MathAnswerReward(Reward):
     """1.0 when the completion commits to the reference's answer, else 0.0.
 
@@ -300,28 +330,10 @@ class MathAnswerReward(Reward):
     negates its answer ("it cannot be 5") or takes it back ("Wait, I made an error.") earns
     ``incorrect_value`` with the reason.
 
-    Args:
-        answer_region: Where the answer is read (default: outside reasoning blocks, inside an
-            answer block when there is one; ``"whole"`` for the whole completion; see
-            `rewardlab.rewards.answer_region`).
-        use_phrases: Read "the answer is X" / "Answer: X" / "#### X" / "A: X" (default True).
-        use_final_line: Without an explicit statement, read the final line (default True).
-        last_number_fallback: As a last resort take the last number in the text (default False:
-            it rewards answers that were never stated as answers).
-        use_cas: Send pairs the fast path cannot settle to math-verify (default True). Without it,
-            such pairs get status ``parse_error``.
-        cas_budget_s: Wall-clock CAS budget of one sample, shared by the answers it states that
-            only the CAS can settle; past it the worker is killed and the sample gets status
-            ``timeout`` (default 3.0).
-        cas_workers: CAS worker processes (default: min(2, CPU count)).
-        memory_limit_mb: Address-space limit per CAS worker (default 1024).
-        execution: ``"worker"`` (default): reading and the fast path run in a killable rule
-            worker, under ``sample_budget_s`` per sample, so no completion can stall the caller;
-            ``"inline"`` runs them in the calling thread.
-        sample_budget_s: Budget of one sample's reading and fast path (default 5.0; a real
-            completion takes well under a millisecond).
-        correct_value / incorrect_value: The two reward values (default 1.0 / 0.0).
-        name: Name in logs and breakdowns.
+    Options: `MathAnswerOptions` (which statements are read, the CAS and its budget, the two
+    reward values), and where the answer is read and how reading runs (`RuleOptions`: in a
+    killable worker by default, under ``sample_budget_s`` per sample - a real completion takes
+    well under a millisecond).
 
     The reference may be a bare answer or a whole solution: a MATH solution with a boxed
     answer, a GSM8K solution with ``<<...>>`` annotations ending in "#### X" or "A: X". A
@@ -337,6 +349,8 @@ class MathAnswerReward(Reward):
         >>> reward.close()
     """
 
+    name = "math_answer"
+
     def __init__(
         self,
         *,
@@ -348,16 +362,14 @@ class MathAnswerReward(Reward):
         cas_budget_s: float = 3.0,
         cas_workers: int | None = None,
         memory_limit_mb: int = 1024,
-        execution: str = "worker",
+        execution: Literal["worker", "inline"] = "worker",
         sample_budget_s: float = DEFAULT_SAMPLE_BUDGET_S,
         correct_value: float = 1.0,
         incorrect_value: float = 0.0,
-        name: str = "math_answer",
+        name: str | None = None,
     ):
-        if cas_budget_s <= 0:
-            raise ValueError("cas_budget_s must be positive")
         self.answer_region = AnswerRegion.from_option(answer_region)
-        self.execution = checked_execution(execution, sample_budget_s)
+        self.execution = execution
         self.sample_budget_s = float(sample_budget_s)
         self.use_phrases = use_phrases
         self.use_final_line = use_final_line
@@ -368,7 +380,8 @@ class MathAnswerReward(Reward):
         self.memory_limit_mb = memory_limit_mb
         self.correct_value = correct_value
         self.incorrect_value = incorrect_value
-        self.name = name
+        if name is not None:
+            self.name = name
         self.io_bound = self.execution == "worker" or use_cas
         preload_in_workers(CAS_WARM, __name__)
         self._pool = LazyPool(
@@ -410,6 +423,7 @@ class MathAnswerReward(Reward):
         details: dict[str, Any] = {"reference_answer": gold, "answer_region": region.source}
         if region.text is None:
             return self._scored(False, region.reason, {**details, "extracted": None, "method": "none"})
+        reason: str | None
         if len(region.text) > MAX_COMPLETION_CHARS:
             reason = f"the answer region is {len(region.text)} characters, over {MAX_COMPLETION_CHARS}"
             return self._scored(False, reason, {**details, "extracted": None, "method": "none"})

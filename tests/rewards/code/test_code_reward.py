@@ -44,7 +44,7 @@ def test_fraction_of_call_tests_with_per_test_details(reward):
 
 
 def test_all_or_nothing():
-    reward = CodeExecutionReward(aggregate="all")
+    reward = CodeExecutionReward(aggregate="all_or_nothing")
     [score] = reward.score(
         [Sample(completion=fenced("def add(a, b):\n    return abs(a) + abs(b)"), fields=ADD_TESTS)]
     )
