@@ -282,6 +282,13 @@ class ImplicitPRMOptions(LogRatioOptions):
     form: Literal["step", "cumulative"] = "step"
     """A step's reward: the sum of its token rewards (``step``), or the running sum up to its
     end (``cumulative``, the Q-value form)."""
+    aggregate: SignedAggregate | None = None  # type: ignore[assignment]  # widens the base's: None is the default
+    """How step values fold into the value. By default the outcome reward the implicit PRM was
+    trained as, ``beta * log(pi_RL(y) / pi_ref(y))`` over the whole completion: ``sum`` of the
+    ``step`` form, ``last`` of the ``cumulative`` one - whatever the step split. PRIME-RL's
+    EurusPRM-Stage2 model card ranks best-of-64 by this accumulated reward; its Stage 1 by the
+    minimum over steps (``min``, the weakest step). A ``mean`` would divide the outcome reward by
+    the number of steps, so that how a text is split changes its ranking."""
 
 
 @takes_options(ImplicitPRMOptions)
@@ -294,8 +301,15 @@ class ImplicitPRMReward(LogRatioStepReward):
 
     name = "implicit_prm"
 
-    def __init__(self, *, form: Literal["step", "cumulative"] = "step", **options: Any):
-        super().__init__(**options)
+    def __init__(
+        self,
+        *,
+        form: Literal["step", "cumulative"] = "step",
+        aggregate: SignedAggregate | None = None,
+        **options: Any,
+    ):
+        outcome: SignedAggregate = "sum" if form == "step" else "last"
+        super().__init__(aggregate=aggregate or outcome, **options)
         self.form = form
 
     def step_values(

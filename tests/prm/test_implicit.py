@@ -97,6 +97,11 @@ def test_implicit_prm_step_and_cumulative(pair, form, aggregate):
     assert score.steps == pytest.approx(expected, abs=1e-5)
     # Either way the whole trajectory's scaled log-ratio comes out: summed steps, or the last.
     assert score.value == pytest.approx(2.0 * (sum(mine) - sum(theirs)), abs=1e-4)
+    # And that outcome reward is the default, for either form: not divided by the step count.
+    (default,) = ImplicitPRMReward(policy=policy, reference=reference, beta=2.0, form=form).score(
+        [Sample(prompt=PROMPT, completion=COMPLETION)]
+    )
+    assert default.value == pytest.approx(2.0 * (sum(mine) - sum(theirs)), abs=1e-4)
 
 
 def test_a_group_shares_its_prompt_and_equals_scoring_one_by_one(pair):
