@@ -8,7 +8,8 @@ pipeline failure (``backend_error`` or ``error``) or cannot be built fails the r
 
 The rewards that need a trained model of a kind rewardlab does not ship (a process reward model,
 an outcome reward model, a reward server) are built but not called: building them checks their
-imports.
+imports. A served reward model scores for real, over HTTP, against a scripted vLLM pooling server
+on 127.0.0.1 (`rewardlab.testing.ScriptedPoolingServer`).
 
 Usage: python .ci/score_every_reward.py
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from rewardlab import Sample
 from rewardlab.rewards.registry import available, build
+from rewardlab.testing import ScriptedPoolingServer
 
 MATH = Sample(prompt="What is 2 + 3?", completion="2 + 3 = 5, so the answer is $\\boxed{5}$.", reference="5")
 CHAT = Sample(prompt="Name a primary colour.", completion="Red is a primary colour.", reference="Red")
@@ -65,12 +67,27 @@ CASES: dict[str, tuple[dict[str, Any], Sample | None]] = {
     "reward_model": ({"model": "/no/reward-model/here"}, None),
     "dpo_implicit": ({"policy": "embedded", "reference": None}, MATH),
     "remote": ({"url": "http://127.0.0.1:9/"}, None),
+    # Its url is the scripted pooling server's, started in main.
+    "served_reward_model": ({"client": {"max_attempts": 2, "backoff_base_s": 0.1}}, CHAT),
 }
 
 
 def main() -> int:
     missing = sorted(set(available()) - set(CASES))
     problems = [f"{name}: no case here; add one" for name in missing]
+    pooling = ScriptedPoolingServer("vllm")
+    CASES["served_reward_model"][0]["url"] = pooling.start()
+    try:
+        check(problems)
+    finally:
+        pooling.stop()
+    for problem in problems:
+        print(f"score_every_reward: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def check(problems: list[str]) -> None:
+    """Build and score every case, adding what fails to ``problems``."""
     for name, (options, sample) in CASES.items():
         try:
             reward = build({"type": name, **options})
@@ -85,9 +102,6 @@ def main() -> int:
                 print(f"{name}: {score.status} {score.value}")
         finally:
             reward.close()
-    for problem in problems:
-        print(f"score_every_reward: {problem}", file=sys.stderr)
-    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -44,10 +44,10 @@ with ``--gpu-memory-utilization`` leaving room for training):
         --judge-url http://HOST:8000/v1 --judge-model JUDGE [--judge-guided-choice] \\
         --batch-size 64 --num-generations 8 --max-completion-length 256 --steps 200
 
-``--judge-url`` skips serve-model. ``--judge-guided-choice`` sends vLLM's ``guided_choice``
-field, so judges answer with the verdict alone; vLLM removed that field in 0.12 (it became
-``structured_outputs: {"choice": [...]}``), so leave it off there: the judges then reason and end
-with a JSON verdict (longer answers; ``--judge-max-tokens`` bounds them). What changes in
+``--judge-url`` skips serve-model. ``--judge-guided-choice`` constrains the judges' answers to
+the valid labels (vLLM's ``structured_outputs: {"choice": [...]}``, vLLM >= 0.10.2), so they
+answer with the verdict alone; without it they reason and end with a JSON verdict (longer
+answers; ``--judge-max-tokens`` bounds them). What changes in
 `trl.GRPOConfig` on a GPU: ``use_cpu=False``; ``bf16=True`` (GRPOConfig's default, turned off
 on the CPU here); with ``--use-vllm``, ``use_vllm=True`` and ``vllm_mode="colocate"`` (vLLM
 generates inside the trainer process on the training GPU, sharing it by
@@ -272,7 +272,7 @@ def main() -> None:
     parser.add_argument(
         "--judge-guided-choice",
         action="store_true",
-        help="the --judge-url server honours guided_choice (vLLM before 0.12); always on for serve-model",
+        help="the --judge-url server takes choices (vLLM >= 0.10.2); always on for serve-model",
     )
     parser.add_argument("--judge-max-tokens", type=int, help="most tokens per judge answer (judges' default)")
     parser.add_argument("--out", type=Path, default=Path("grpo-composite"))

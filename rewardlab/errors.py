@@ -10,7 +10,8 @@ base class (`RewardlabError`) and a command-line tool one user-error class (`Use
     │   ├── OutputError           an output that cannot be written as asked
     │   ├── RayEngineError        the Ray engine cannot run as asked
     │   ├── BenchmarkError        an unknown benchmark, or options it does not take
-    │   ├── DataFormatError       a benchmark file not in its format (names file, record, field)
+    │   ├── DataFormatError       a benchmark or preference file not in its format (names file,
+    │   │                         record, field)
     │   └── RubricError           a rubric that cannot be used (names the entry and field)
     ├── InvalidInput              one sample lacks what a reward needs: status ``invalid_input``
     ├── RequestError              a reward-server request refused, with its HTTP status
@@ -73,8 +74,8 @@ class BenchmarkError(UserError, ValueError):
 
 
 class DataFormatError(UserError, ValueError):
-    """A benchmark file is not in the expected format; the message names the file, the record
-    and the missing or malformed field."""
+    """A benchmark or preference file is not in the expected format; the message names the file,
+    the record and the missing or malformed field."""
 
 
 class RubricError(UserError, ValueError):

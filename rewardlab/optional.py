@@ -18,6 +18,7 @@ EXTRAS = {
     "torch": "trl",
     "transformers": "trl",
     "trl": "trl",
+    "peft": "trl",
     "jinja2": "judges",
     "openai": "judges",
     "litellm": "judges",

@@ -14,6 +14,7 @@ from rewardlab.cli.schema import add_schema_command
 from rewardlab.cli.score import add_score_command
 from rewardlab.cli.serve import add_serve_command
 from rewardlab.cli.serve_model import add_serve_model_command
+from rewardlab.cli.train_rm import add_train_rm_command
 from rewardlab.errors import UserError
 
 USAGE_ERROR = 2
@@ -30,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
     add_serve_command(commands)
     add_serve_model_command(commands)
     add_fetch_model_command(commands)
+    add_train_rm_command(commands)
     return parser
 
 

@@ -4,7 +4,9 @@ continuers): one async `Backend` interface (`backend`) over a local transformers
 through litellm (`LiteLLMBackend`), built from config by `make_backend`; one `ModelClient`
 (`client`) in front of them with a persistent answer cache (`cache`), one request per distinct
 prompt, retries, deadlines, a circuit breaker (`breaker`) and usage and cost (`cost`); fencing of
-untrusted text inside a prompt (`fence`); the embedded default model (`default_model`,
+untrusted text inside a prompt (`fence`); reward models behind pooling servers - vLLM, SGLang,
+TEI - through `PoolingClient` (`pooling`), which shares the client's retry loop (`retrying`); the
+embedded default model (`default_model`,
 `gguf_conversion`, `local_model`); and ``rewardlab serve-model`` (`serve_model`).
 
 Modules import their heavy dependencies (torch, litellm, the HTTP clients) only when used.
@@ -25,6 +27,8 @@ _EXPORTS = {
     "ClientOptions": "rewardlab.llm.client",
     "Completion": "rewardlab.llm.client",
     "CircuitBreaker": "rewardlab.llm.breaker",
+    "PoolingBackend": "rewardlab.llm.pooling",
+    "PoolingClient": "rewardlab.llm.pooling",
     "AnswerCache": "rewardlab.llm.cache",
     "Fence": "rewardlab.llm.fence",
     "fetch_default_model": "rewardlab.llm.default_model",

@@ -33,9 +33,10 @@ class ChatRequest:
         max_tokens: Most tokens to generate.
         top_logprobs: When set, ask for the log-probability of each generated token and of this
             many alternatives at each position (for verdicts scored from token probabilities).
-        choices: When set, the answer must be exactly one of these strings (guided choice: vLLM's
-            ``guided_choice``, and ``rewardlab serve-model``); for verdict-only judging with
-            models too small to follow a format.
+        choices: When set, the answer must be exactly one of these strings (vLLM's
+            ``structured_outputs: {"choice": [...]}``, its older ``guided_choice``, and
+            ``rewardlab serve-model``); for verdict-only judging with models too small to follow
+            a format.
         json_schema: When set, ask for output that follows this JSON schema (structured output,
             where the backend supports it; the judge still parses and validates the text).
         stop: Strings that end generation (not included in the answer).
@@ -154,6 +155,18 @@ class ChatResponse:
 
 
 CONTINUE_FINAL_MODES = ("fields", "prefill", None)
+#: How a server is asked to answer with one of given choices: vLLM's ``structured_outputs:
+#: {"choice": [...]}`` (vLLM >= 0.10.2, PR #22772), or the ``guided_choice`` field it replaced,
+#: which vLLM 0.12 removed (PR #29326) and now ignores without an error - the answer comes back
+#: unconstrained.
+CHOICE_FIELDS = ("structured_outputs", "guided_choice")
+
+
+def choice_field(value: str) -> str:
+    """A backend's ``choice_field``, checked against `CHOICE_FIELDS`."""
+    if value not in CHOICE_FIELDS:
+        raise ValueError(f"choice_field must be one of {', '.join(CHOICE_FIELDS)}, got {value!r}")
+    return value
 
 
 def continue_final_mode(value: str | None, default: str | None) -> str | None:
@@ -166,30 +179,11 @@ def continue_final_mode(value: str | None, default: str | None) -> str | None:
     return value
 
 
-class Backend(abc.ABC):
-    """A chat-completion backend.
-
-    ``name`` identifies the backend and model in cache keys and logs (e.g.
-    ``"openai:http://127.0.0.1:8000/v1:smollm2"``). The ``supports_*`` flags say which optional
-    request fields the backend honours; a judge asks only for what its backend supports.
-    ``continue_final`` says how it continues a final assistant message: ``"fields"`` (vLLM's
-    ``continue_final_message`` request fields), ``"prefill"`` (the provider continues a
-    trailing assistant message by itself: Anthropic, the in-process model), or None (it cannot).
-
-    A backend is used from whatever event loop calls it (``Reward.score`` makes a new one per
-    call), so connection pools must be made per loop, and it must pickle (TRL copies reward
-    functions): live clients and loaded models are made on first use and left out of pickles.
-    """
-
-    name: str = "backend"
-    supports_logprobs: bool = False
-    supports_choices: bool = False
-    supports_json_schema: bool = False
-    continue_final: str | None = None
-
-    @abc.abstractmethod
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        """One completion; raises `BackendError` on failure."""
+class LoopClients:
+    """Connection pools per event loop, for anything that calls a server from whatever loop runs
+    it (``Reward.score`` makes a new one per call): a pool belongs to the loop it was made on, is
+    closed when the last `session` of its loop ends, and is left out of pickles (TRL copies
+    reward functions to other processes)."""
 
     def loop_client(self, make: Callable[[], Any]) -> Any:
         """This backend's client (a connection pool) for the running event loop, made by
@@ -231,3 +225,31 @@ class Backend(abc.ABC):
         for per_loop in ("_sessions", "_loop_clients"):  # live objects of this process's loops
             state.pop(per_loop, None)
         return state
+
+
+class Backend(LoopClients, abc.ABC):
+    """A chat-completion backend.
+
+    ``name`` identifies the backend and model in cache keys and logs (e.g.
+    ``"openai:http://127.0.0.1:8000/v1:smollm2"``). The ``supports_*`` flags say which optional
+    request fields the backend honours; a judge asks only for what its backend supports.
+    ``choice_field`` says how a choice is asked for (`CHOICE_FIELDS`). ``continue_final`` says
+    how it continues a final assistant message: ``"fields"`` (vLLM's
+    ``continue_final_message`` request fields), ``"prefill"`` (the provider continues a
+    trailing assistant message by itself: Anthropic, the in-process model), or None (it cannot).
+
+    A backend is used from whatever event loop calls it (``Reward.score`` makes a new one per
+    call), so connection pools must be made per loop, and it must pickle (TRL copies reward
+    functions): live clients and loaded models are made on first use and left out of pickles.
+    """
+
+    name: str = "backend"
+    supports_logprobs: bool = False
+    supports_choices: bool = False
+    supports_json_schema: bool = False
+    choice_field: str = "structured_outputs"
+    continue_final: str | None = None
+
+    @abc.abstractmethod
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """One completion; raises `BackendError` on failure."""

@@ -60,8 +60,12 @@ class _ServedConfig(_Config):
     """Time limit of one HTTP request (the client's ``deadline_s`` bounds a call with its
     retries)."""
     guided_choice: bool = False
-    """The server constrains answers to given choices (vLLM's ``guided_choice``), so a judge can
-    answer with a bare label."""
+    """The server constrains answers to given choices, so a judge can answer with a bare label
+    (vLLM, ``rewardlab serve-model``)."""
+    choice_field: Literal["structured_outputs", "guided_choice"] = "structured_outputs"
+    """How the choices are sent: ``structured_outputs`` (``{"choice": [...]}``, vLLM >= 0.10.2)
+    or ``guided_choice`` (older vLLM). vLLM 0.12 removed ``guided_choice`` and ignores it without
+    an error, so a judge would get unconstrained answers."""
     structured_output: bool = False
     """The server honours JSON schemas (``response_format``), so verdicts are read strictly."""
 
@@ -133,8 +137,9 @@ _BACKEND_CONFIG: TypeAdapter[Any] = TypeAdapter(BackendConfig)
 _CLIENT = ClientOptions()
 
 
-class ClientConfig(_Config):
-    """How a judge calls its backend (`ClientOptions`); options not given keep their defaults."""
+class RetryConfig(_Config):
+    """How a reward calls a model server (`ClientOptions` without an answer cache); options not
+    given keep their defaults."""
 
     max_concurrency: int = Field(default=_CLIENT.max_concurrency, ge=1)
     """Calls in flight at once (per event loop)."""
@@ -153,6 +158,14 @@ class ClientConfig(_Config):
     """Failed attempts in a row (across all calls) that open the circuit."""
     breaker_cooldown_s: float = Field(default=_CLIENT.breaker_cooldown_s, ge=0)
     """How long an open circuit refuses calls before letting a probe through."""
+
+    def options(self) -> ClientOptions:
+        return ClientOptions(**{**self.model_dump(), "cache": None})
+
+
+class ClientConfig(RetryConfig):
+    """How a judge calls its backend (`ClientOptions`); options not given keep their defaults."""
+
     cache: str | None = _CLIENT.cache
     """SQLite file for answers; ``default`` is ``judge-cache.sqlite`` in rewardlab's cache
     folder, null keeps answers in memory for this process only."""

@@ -1,6 +1,7 @@
 """`ModelClient`: everything between a judge and a backend that makes model calls dependable and
 cheap - a persistent cache, one request per distinct prompt in a batch, bounded concurrency,
-retries with exponential backoff and jitter, a deadline per call, and a circuit breaker.
+retries with exponential backoff and jitter, a deadline per call, and a circuit breaker (the
+retry loop is `rewardlab.llm.retrying`, which the reward model servers' `PoolingClient` shares).
 
 The cache keeps only answers its caller accepts (``keep``: a judge accepts an answer it reads a
 verdict from), checked again when an answer is read back - so an answer cut off at
@@ -19,9 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import sqlite3
-import time
 import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -29,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from rewardlab.cache_location import cache_dir
-from rewardlab.errors import BackendError
 from rewardlab.llm.backend import Backend, ChatRequest, ChatResponse
 from rewardlab.llm.breaker import CircuitBreaker
 from rewardlab.llm.cache import AnswerCache
 from rewardlab.llm.fence import Fence
+from rewardlab.llm.retrying import RetryPolicy, call_with_retries
 from rewardlab.rewards.contract import Status, Usage
 
 logger = logging.getLogger(__name__)
@@ -72,6 +71,10 @@ class ClientOptions:
             raise ValueError("max_concurrency and max_attempts must be at least 1")
         if self.deadline_s <= 0:
             raise ValueError("deadline_s must be positive")
+
+    def policy(self) -> RetryPolicy:
+        """How a call is retried under these options."""
+        return RetryPolicy(self.max_attempts, self.backoff_base_s, self.backoff_max_s, self.deadline_s)
 
 
 #: ``keep(response, fences)``: whether an answer may be cached (``fences`` are those its prompt
@@ -230,77 +233,23 @@ class ModelClient:
             return None
 
     async def _call(self, request: ChatRequest) -> Completion:
-        options = self.options
-        started = time.monotonic()
-        deadline = started + options.deadline_s
-        last_error: BackendError | None = None
-        attempt = 0
-        while attempt < options.max_attempts:
-            refusal = self.breaker.allow()
-            if refusal is not None:
-                return self._failed(Status.BACKEND_ERROR, refusal, started, attempt)
-            attempt += 1
-            remaining = deadline - time.monotonic()
-            try:
-                response = await asyncio.wait_for(self.backend.complete(request), timeout=remaining)
-            except asyncio.CancelledError:
-                self.breaker.abandoned()
-                raise
-            except TimeoutError:
-                self.breaker.failed("no answer before the deadline")
-                return self._failed(
-                    Status.TIMEOUT,
-                    f"no answer within the {options.deadline_s:g} s deadline",
-                    started,
-                    attempt,
-                )
-            except BackendError as error:
-                last_error = error
-                if error.status_code == 429 or not error.retryable:
-                    self.breaker.succeeded()  # the server answered: it is up
-                else:
-                    self.breaker.failed(str(error))
-                if not error.retryable:
-                    return self._failed(Status.BACKEND_ERROR, str(error), started, attempt)
-                if attempt == options.max_attempts:
-                    break
-                delay = self._backoff(attempt, error)
-                if time.monotonic() + delay >= deadline:
-                    return self._failed(
-                        Status.TIMEOUT,
-                        f"the {options.deadline_s:g} s deadline would pass before the next retry "
-                        f"(after {attempt} attempts; last: {error})",
-                        started,
-                        attempt,
-                    )
-                await asyncio.sleep(delay)
-                continue
-            except Exception as error:  # noqa: BLE001 - a backend bug must fail this call, not the batch
-                self.breaker.failed(f"{type(error).__name__}: {error}")
-                return self._failed(Status.ERROR, f"{type(error).__name__}: {error}", started, attempt)
-            self.breaker.succeeded()
-            usage = response.usage
-            response_usage = Usage(
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cost_usd=usage.cost_usd,
-                latency_s=time.monotonic() - started,
-                calls=1,
-            )
-            return Completion(response, usage=response_usage, attempts=attempt, fences=request.fences)
-        return self._failed(
-            Status.BACKEND_ERROR, f"gave up after {attempt} attempts; last: {last_error}", started, attempt
+        outcome = await call_with_retries(
+            lambda: self.backend.complete(request), self.options.policy(), self.breaker
         )
-
-    def _backoff(self, attempt: int, error: BackendError) -> float:
-        if error.retry_after is not None:
-            return min(error.retry_after, self.options.backoff_max_s)
-        cap = min(self.options.backoff_max_s, self.options.backoff_base_s * 2 ** (attempt - 1))
-        return random.uniform(0.0, cap)
-
-    def _failed(self, status: Status, reason: str, started: float, attempts: int) -> Completion:
-        usage = Usage(latency_s=time.monotonic() - started, calls=1)
-        return Completion(None, status, f"{self.backend.name}: {reason}", usage, attempts)
+        response = outcome.value
+        if response is None:
+            usage = Usage(latency_s=outcome.latency_s, calls=1)
+            reason = f"{self.backend.name}: {outcome.reason}"
+            return Completion(None, outcome.status, reason, usage, outcome.attempts)
+        usage = response.usage
+        response_usage = Usage(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd,
+            latency_s=outcome.latency_s,
+            calls=1,
+        )
+        return Completion(response, usage=response_usage, attempts=outcome.attempts, fences=request.fences)
 
     async def aclose(self) -> None:
         await self.backend.aclose()

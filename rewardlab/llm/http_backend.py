@@ -18,6 +18,7 @@ from typing import Any
 
 from rewardlab.errors import BackendError
 from rewardlab.llm.backend import Backend, ChatRequest, ChatResponse, continue_final_mode
+from rewardlab.llm.backend import choice_field as choice_field_of
 from rewardlab.llm.cost import cost_usd
 from rewardlab.llm.openai_backend import request_arguments, status_error
 from rewardlab.llm.openai_format import read_response
@@ -34,7 +35,9 @@ class HTTPBackend(Backend):
             at call time, never stored or pickled).
         timeout_s: Time limit of one HTTP request.
         logprobs: Whether the server returns token log-probabilities.
-        guided_choice: Whether the server honours vLLM's ``guided_choice``.
+        guided_choice: Whether the server can be told to answer with one of given choices.
+        choice_field: How the choices are sent: ``structured_outputs`` (vLLM >= 0.10.2) or
+            ``guided_choice`` (older vLLM); see `CHOICE_FIELDS`.
         structured_output: Whether the server honours ``response_format`` JSON schemas.
         continue_final: How the server continues a final assistant message (`Backend`;
             default: vLLM's request fields).
@@ -50,6 +53,7 @@ class HTTPBackend(Backend):
         timeout_s: float = 60.0,
         logprobs: bool = True,
         guided_choice: bool = False,
+        choice_field: str = "structured_outputs",
         structured_output: bool = False,
         continue_final: str | None = "fields",
         cost_model: str | None = None,
@@ -60,6 +64,7 @@ class HTTPBackend(Backend):
         self.timeout_s = timeout_s
         self.supports_logprobs = logprobs
         self.supports_choices = guided_choice
+        self.choice_field = choice_field_of(choice_field)
         self.supports_json_schema = structured_output
         self.continue_final = continue_final_mode(continue_final, "fields")
         self.cost_model = cost_model

@@ -12,6 +12,7 @@ import os
 
 from rewardlab.errors import BackendError
 from rewardlab.llm.backend import Backend, ChatRequest, ChatResponse, continue_final_mode
+from rewardlab.llm.backend import choice_field as choice_field_of
 from rewardlab.llm.cost import cost_usd, import_litellm
 from rewardlab.llm.openai_backend import request_arguments, status_error
 from rewardlab.llm.openai_format import read_response
@@ -28,7 +29,9 @@ class LiteLLMBackend(Backend):
             ``api_base``, sends a placeholder: self-hosted servers rarely need a key).
         timeout_s: Time limit of one request.
         logprobs: Whether the provider returns token log-probabilities.
-        guided_choice: Whether the server honours vLLM's ``guided_choice``.
+        guided_choice: Whether the server can be told to answer with one of given choices.
+        choice_field: How the choices are sent: ``structured_outputs`` (vLLM >= 0.10.2) or
+            ``guided_choice`` (older vLLM); see `CHOICE_FIELDS`.
         structured_output: Whether the provider honours ``response_format`` JSON schemas.
         continue_final: How the provider continues a final assistant message (`Backend`);
             ``auto``: prefill for Anthropic models, vLLM's request fields with an ``api_base``,
@@ -44,6 +47,7 @@ class LiteLLMBackend(Backend):
         timeout_s: float = 60.0,
         logprobs: bool = False,
         guided_choice: bool = False,
+        choice_field: str = "structured_outputs",
         structured_output: bool = False,
         continue_final: str | None = "auto",
     ):
@@ -53,6 +57,7 @@ class LiteLLMBackend(Backend):
         self.timeout_s = timeout_s
         self.supports_logprobs = logprobs
         self.supports_choices = guided_choice
+        self.choice_field = choice_field_of(choice_field)
         self.supports_json_schema = structured_output
         default = "prefill" if model.startswith("anthropic/") else "fields" if api_base else None
         self.continue_final = continue_final_mode(continue_final, default)

@@ -12,6 +12,7 @@ from typing import Any
 
 from rewardlab.errors import BackendError
 from rewardlab.llm.backend import Backend, ChatRequest, ChatResponse, continue_final_mode
+from rewardlab.llm.backend import choice_field as choice_field_of
 from rewardlab.llm.cost import cost_usd
 from rewardlab.llm.openai_format import read_response, retry_after_seconds
 from rewardlab.optional import require
@@ -29,8 +30,10 @@ class OpenAIBackend(Backend):
             or pickled); servers that need no key get a placeholder.
         timeout_s: Time limit of one HTTP request.
         logprobs: Whether the server returns token log-probabilities (OpenAI and vLLM do).
-        guided_choice: Whether the server honours vLLM's ``guided_choice`` (vLLM and
-            ``rewardlab serve-model`` do).
+        guided_choice: Whether the server can be told to answer with one of given choices (vLLM
+            and ``rewardlab serve-model`` can).
+        choice_field: How the choices are sent: ``structured_outputs`` (vLLM >= 0.10.2) or
+            ``guided_choice`` (older vLLM); see `CHOICE_FIELDS`.
         structured_output: Whether the server honours ``response_format`` JSON schemas.
         continue_final: How the server continues a final assistant message (`Backend`);
             ``auto``: vLLM's request fields for a self-hosted server, none for OpenAI itself.
@@ -47,6 +50,7 @@ class OpenAIBackend(Backend):
         timeout_s: float = 60.0,
         logprobs: bool = True,
         guided_choice: bool = False,
+        choice_field: str = "structured_outputs",
         structured_output: bool = False,
         continue_final: str | None = "auto",
         cost_model: str | None = None,
@@ -57,6 +61,7 @@ class OpenAIBackend(Backend):
         self.timeout_s = timeout_s
         self.supports_logprobs = logprobs
         self.supports_choices = guided_choice
+        self.choice_field = choice_field_of(choice_field)
         self.supports_json_schema = structured_output
         self.continue_final = continue_final_mode(continue_final, "fields" if base_url else None)
         self.cost_model = cost_model if cost_model is not None or base_url is not None else model
@@ -116,7 +121,10 @@ def request_arguments(request: ChatRequest, backend: Backend) -> dict[str, Any]:
         arguments["top_logprobs"] = request.top_logprobs
     extra_body: dict[str, Any] = {}
     if request.choices and backend.supports_choices:
-        extra_body["guided_choice"] = list(request.choices)
+        if backend.choice_field == "guided_choice":
+            extra_body["guided_choice"] = list(request.choices)
+        else:
+            extra_body["structured_outputs"] = {"choice": list(request.choices)}
     if request.continue_final:
         if backend.continue_final is None:
             raise BackendError(

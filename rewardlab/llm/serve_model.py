@@ -3,8 +3,10 @@ default a local transformers model), for users without vLLM and for the judge te
 
 It speaks the subset of the chat-completions API that judging needs: ``messages``,
 ``temperature``, ``max_tokens`` / ``max_completion_tokens``, ``stop``, ``seed``, ``logprobs`` with
-``top_logprobs``, and vLLM's ``guided_choice``. What it cannot honour (``n`` > 1, streaming, JSON
-schemas) is refused with a 400 rather than silently ignored. Errors use OpenAI's error body.
+``top_logprobs``, and a choice among given answers as vLLM takes it: ``structured_outputs:
+{"choice": [...]}`` (vLLM >= 0.10.2) or the older ``guided_choice``. What it cannot honour (``n`` >
+1, streaming, JSON schemas, other structured outputs) is refused with a 400 rather than silently
+ignored. Errors use OpenAI's error body.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ class _Message(BaseModel):
         return self.content or ""
 
 
+class _StructuredOutputs(BaseModel):
+    """vLLM's ``structured_outputs`` (``StructuredOutputsParams``); only ``choice`` is served."""
+
+    model_config = ConfigDict(extra="allow")
+
+    choice: list[str] | None = Field(default=None, min_length=1)
+
+
 class ChatCompletionBody(BaseModel):
     """A chat-completion request as the server accepts it (unknown fields are ignored, as
     OpenAI-compatible servers do)."""
@@ -54,6 +64,7 @@ class ChatCompletionBody(BaseModel):
     logprobs: bool = False
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     guided_choice: list[str] | None = Field(default=None, min_length=1)
+    structured_outputs: _StructuredOutputs | None = None
     n: int = 1
     stream: bool = False
     response_format: dict[str, Any] | None = None
@@ -67,7 +78,13 @@ class ChatCompletionBody(BaseModel):
         if self.stream:
             return "streaming is not supported"
         if self.response_format and self.response_format.get("type") not in (None, "text"):
-            return "response_format JSON modes are not supported; use guided_choice or parse the text"
+            return "response_format JSON modes are not supported; use a choice or parse the text"
+        if self.structured_outputs is not None:
+            others = sorted(
+                key for key, value in (self.structured_outputs.model_extra or {}).items() if value
+            )
+            if others or self.structured_outputs.choice is None:
+                return f"structured_outputs: only choice is supported, got {others or 'no choice'}"
         final_role = self.messages[-1].role
         if self.continue_final_message and (self.add_generation_prompt or final_role != "assistant"):
             return "continue_final_message needs add_generation_prompt false and a final assistant message"
@@ -80,11 +97,16 @@ class ChatCompletionBody(BaseModel):
             temperature=self.temperature,
             max_tokens=self.max_completion_tokens or self.max_tokens or DEFAULT_MAX_TOKENS,
             top_logprobs=(self.top_logprobs or 0) if self.logprobs else None,
-            choices=tuple(self.guided_choice) if self.guided_choice else None,
+            choices=self._choices(),
             stop=tuple(stop),
             seed=self.seed,
             continue_final=self.continue_final_message,
         )
+
+    def _choices(self) -> tuple[str, ...] | None:
+        if self.structured_outputs is not None and self.structured_outputs.choice:
+            return tuple(self.structured_outputs.choice)
+        return tuple(self.guided_choice) if self.guided_choice else None
 
 
 def _error(status: int, message: str, kind: str) -> Any:
@@ -142,9 +164,22 @@ def serve(
 ) -> None:
     """Serve until interrupted. Port 0 takes a free port; ``on_ready`` gets the ``/v1`` address
     once the socket is bound (so a caller can start the server and read where it listens)."""
+
+    def announce(address: str) -> None:
+        if on_ready is not None:
+            on_ready(f"{address}/v1")
+
+    serve_app(create_app(backend, model_name), host=host, port=port, on_ready=announce)
+
+
+def serve_app(
+    app: Any, *, host: str = "127.0.0.1", port: int = 8000, on_ready: Callable[[str], None] | None = None
+) -> None:
+    """Serve an ASGI ``app`` until interrupted; ``on_ready`` gets ``http://host:port`` once the
+    socket listens."""
     uvicorn = require("uvicorn", "rewardlab serve-model")
     sock = listening_socket(host, port)
-    server = uvicorn.Server(uvicorn.Config(create_app(backend, model_name), log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     if on_ready is not None:
-        on_ready(f"{http_address(host, sock)}/v1")
+        on_ready(http_address(host, sock))
     server.run(sockets=[sock])

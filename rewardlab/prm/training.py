@@ -1,12 +1,13 @@
 """Training a token-classification PRM on stepwise-supervision rows.
 
-TRL's ``PRMTrainer`` did this until TRL removed it; what it did is small and is kept here, on
-transformers' own ``Trainer``: a row (``prompt``, ``completions``: the steps, ``labels``: one
-boolean per step, as `stepwise_rows` and TRL's stepwise datasets have them) becomes BOS, the
-prompt, then each step followed by the separator; the step's label sits on the separator's
-last token and every other position is ignored (-100). That is exactly the layout the ``prm``
-reward reads back with ``family: token_classification`` - a model trained here is scored
-there without further glue.
+TRL's ``PRMTrainer`` did this. TRL moved it to ``trl.experimental.prm`` (huggingface/trl PR
+#4483) and later removed it from there too (PR #7133): the pinned trl 1.16 has no PRM trainer.
+What it did is small and is kept here, on transformers' own ``Trainer``: a row (``prompt``,
+``completions``: the steps, ``labels``: one boolean per step, as `stepwise_rows` and TRL's
+stepwise datasets have them) becomes BOS, the prompt, then each step followed by the separator;
+the step's label sits on the separator's last token and every other position is ignored (-100).
+That is exactly the layout the ``prm`` reward reads back with ``family: token_classification`` -
+a model trained here is scored there without further glue.
 """
 
 from __future__ import annotations

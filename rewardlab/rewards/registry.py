@@ -54,6 +54,7 @@ BUILTIN_REWARDS: dict[str, str] = {
     "step_judge": "rewardlab.prm.step_judge:StepJudge",
     "reward_model": "rewardlab.reward_models.sequence_classifier:SequenceClassifierReward",
     "dpo_implicit": "rewardlab.reward_models.dpo:DPOImplicitReward",
+    "served_reward_model": "rewardlab.reward_models.served:ServedRewardModel",
     "remote": "rewardlab.serving.remote:RemoteReward",
 }
 

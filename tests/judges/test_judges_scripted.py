@@ -118,10 +118,30 @@ def test_guided_choice_backends_get_verdict_only_requests(scripted):
     reward = judge("pointwise_judge", scripted, backend_extra={"guided_choice": True})
     score = reward.score([Sample(completion="c")])[0]
     request = scripted.requests[0]
-    assert request["guided_choice"] == [str(i) for i in range(1, 11)]
+    # vLLM >= 0.10.2's field; 0.12 removed guided_choice and ignores it without an error.
+    assert request["structured_outputs"] == {"choice": [str(i) for i in range(1, 11)]}
+    assert "guided_choice" not in request
     assert request["max_tokens"] == 8
     assert "Answer with only the score" in user_text(request)
     assert score.value == pytest.approx(6 / 9)
+
+
+@pytest.mark.parametrize("field", ["structured_outputs", "guided_choice"])
+@pytest.mark.parametrize("kind", ["openai", "http", "litellm"])
+def test_every_http_backend_sends_the_choices_in_the_field_asked_for(scripted, kind, field):
+    """``structured_outputs`` by default (vLLM >= 0.10.2); ``guided_choice`` for older servers."""
+    address = {"api_base": scripted.url} if kind == "litellm" else {"base_url": scripted.url}
+    model = "openai/scripted" if kind == "litellm" else "scripted"
+    backend = {"type": kind, "model": model, **address, "guided_choice": True}
+    if field == "guided_choice":
+        backend["choice_field"] = field
+    scripted.script(Reply(text="7"))
+    build({"type": "pointwise_judge", "backend": backend, "client": NO_RETRY}).score([Sample(completion="c")])
+    request = scripted.requests[0]
+    labels = [str(i) for i in range(1, 11)]
+    assert request[field] == (labels if field == "guided_choice" else {"choice": labels})
+    other = "guided_choice" if field == "structured_outputs" else "structured_outputs"
+    assert other not in request
 
 
 def test_structured_output_backends_get_a_schema_and_strict_parsing(scripted):

@@ -64,9 +64,22 @@ def test_guided_choice_is_honoured(local_server):
     assert status == 200 and body["choices"][0]["message"]["content"] in ("alpha", "beta")
 
 
+def test_a_choice_as_vllm_takes_it_since_0_10_2_is_honoured(local_server):
+    status, body = post(
+        local_server,
+        {
+            "messages": [{"role": "user", "content": "Pick one."}],
+            "structured_outputs": {"choice": ["alpha", "beta"]},
+            "temperature": 0,
+        },
+    )
+    assert status == 200 and body["choices"][0]["message"]["content"] in ("alpha", "beta")
+
+
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
+        ({"structured_outputs": {"regex": "a+"}}, "only choice is supported, got ['regex']"),
         ({"n": 2}, "n > 1"),
         ({"stream": True}, "streaming"),
         ({"response_format": {"type": "json_object"}}, "response_format"),

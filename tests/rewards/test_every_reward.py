@@ -50,6 +50,8 @@ CONFIGS = {
     "step_judge": {"client": {"cache": None}},
     # A rule reward behind a real `rewardlab serve` app on a free loopback port (see served_url).
     "remote": {"retries": 0},
+    # A scripted vLLM pooling server on a free loopback port (see pooling_url).
+    "served_reward_model": {"client": {"max_attempts": 1}},
 }
 JUDGES = {kind for kind in CONFIGS if kind.endswith(("_judge", "rubric"))} | {
     "progress_advantage", "implicit_prm", "monte_carlo_steps", "dpo_implicit"
@@ -94,6 +96,8 @@ def build_for_test(kind):
         return build({"type": kind, "model": tiny_reward_model_folder(), **CONFIGS[kind]})
     if kind == "remote":
         return build({"type": kind, "url": served_url(), **CONFIGS[kind]})
+    if kind == "served_reward_model":
+        return build({"type": kind, "url": pooling_url(), **CONFIGS[kind]})
     return build({"type": kind, **CONFIGS[kind]})
 
 
@@ -103,6 +107,14 @@ def served_url():
     from rewardlab.serving.serve import start_server
 
     return start_server(build({"type": "math_answer"}), port=0).url
+
+
+@functools.cache
+def pooling_url():
+    """A scripted vLLM pooling server for the session, on a daemon thread."""
+    from rewardlab.testing import ScriptedPoolingServer
+
+    return ScriptedPoolingServer("vllm").start()
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 import rewardlab
 from rewardlab import ConfigError, Sample, build, register
-from rewardlab.llm.backends import BACKENDS, BackendConfig, client_options, make_backend
+from rewardlab.llm.backends import BACKENDS, BackendConfig, RetryConfig, client_options, make_backend
 from rewardlab.llm.client import ClientOptions
 from rewardlab.rewards.code.reward import SandboxLimitsOptions
 from rewardlab.rewards.code.sandbox import SandboxLimits
@@ -34,7 +34,7 @@ from rewardlab.rewards.options import (
     takes_options,
 )
 from rewardlab.rewards.registry import BUILTIN_REWARDS, reward_class
-from rewardlab.testing import Reply
+from rewardlab.testing import Reply, ScriptedPoolingServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,6 +62,7 @@ MINIMAL = {
     "route": {"routes": {"a": {"type": "repetition_penalty"}}},
     "rubric": {},
     "self_proposed_rubric": {},
+    "served_reward_model": {"url": "http://127.0.0.1:9"},
     "soft_overlong": {"max_length": 10, "cache_length": 2},
     "step_judge": {},
     "string_match": {},
@@ -95,6 +96,7 @@ BAD = {
     "route": ("by", {"by": 3}, "Input should be a valid string"),
     "rubric": ("aggregate", {"aggregate": "mean"}, "Input should be 'points', 'weighted_sum'"),
     "self_proposed_rubric": ("min_group", {"min_group": 1}, "Input should be greater than or equal to 2"),
+    "served_reward_model": ("batch_size", {"batch_size": 0}, "Input should be greater than or equal to 1"),
     "soft_overlong": ("cache_length", {"cache_length": -1}, "Input should be greater than or equal to 0"),
     "step_judge": ("steps.split", {"steps": {"split": "sentences"}}, "Input should be 'auto', 'paragraphs'"),
     "string_match": ("extract", {"extract": "first_line"}, "Input should be 'answer_tag', 'last_line'"),
@@ -273,6 +275,7 @@ def kind_of(config):
 
 def test_nested_configs_defaults_are_those_of_the_objects_they_make():
     assert client_options(None) == ClientOptions() == client_options({})
+    assert RetryConfig().options() == ClientOptions(cache=None)
     assert client_options({"max_attempts": 2}) == ClientOptions(max_attempts=2)
     assert dataclasses.asdict(SandboxLimits()) == SandboxLimitsOptions().model_dump()
     configs = typing.get_args(typing.get_args(BackendConfig)[0])
@@ -384,6 +387,14 @@ def test_combine_gate_uses_the_declared_threshold_and_fail_value():
     passed = rewardlab.Combine({"a": Fixed(0.3)}, gate=Fixed(threshold)).score([Sample()])[0]
     closed = rewardlab.Combine({"a": Fixed(0.3)}, gate=Fixed(threshold - 0.01)).score([Sample()])[0]
     assert (passed.value, closed.value) == (0.3, fail)
+
+
+def test_a_served_reward_model_sends_the_declared_number_of_samples_a_request():
+    size = default("served_reward_model", "batch_size")
+    with ScriptedPoolingServer("sglang") as server:
+        reward = build({"type": "served_reward_model", "url": server.url, "protocol": "sglang"})
+        reward.score([Sample(prompt="p", completion="c")] * (size + 1))
+    assert sorted(len(body["text"]) for body in server.requests) == [1, size]
 
 
 def test_the_step_judge_asks_about_the_declared_number_of_steps(scripted):

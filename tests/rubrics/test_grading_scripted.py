@@ -134,7 +134,7 @@ def test_ordinal_choices_and_probabilities(scripted):
         [Sample(completion="x")]
     )[0]
     assert score.value == pytest.approx(0.6 * 0.5 + 0.3 * 1.0)
-    assert scripted.requests[0]["guided_choice"] == ["fully", "partly", "not"]
+    assert scripted.requests[0]["structured_outputs"] == {"choice": ["fully", "partly", "not"]}
 
 
 def test_where_the_rubric_comes_from(scripted, tmp_path):
