@@ -43,6 +43,9 @@ SLOW = frozenset({
     os.path.join("serving", "test_hostile_clients.py"),
     os.path.join("serving", "test_server.py"),
     os.path.join("serving", "test_remote.py"),
+    os.path.join("llm", "test_pooling.py"),
+    os.path.join("reward_models", "test_served.py"),
+    os.path.join("rubrics", "test_elicit_distributed.py"),
 })  # fmt: skip
 
 

@@ -71,16 +71,7 @@ class HTTPBackend(Backend):
         self.name = f"http:{base_url}:{model}"
 
     def _make_session(self) -> Any:
-        aiohttp = require("aiohttp", "the http judge backend")
-        headers = {"content-type": "application/json"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        return aiohttp.ClientSession(
-            headers=headers,
-            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            connector=aiohttp.TCPConnector(limit=0),  # ModelClient bounds concurrency
-        )
+        return json_session("the http judge backend", self.api_key_env, self.timeout_s)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         aiohttp = require("aiohttp", "the http judge backend")
@@ -114,3 +105,19 @@ def _error_message(payload: bytes) -> str:
         return str(json.loads(payload)["error"]["message"])
     except (ValueError, KeyError, TypeError):
         return payload[:200].decode(errors="replace")
+
+
+def json_session(purpose: str, api_key_env: str | None, timeout_s: float) -> Any:
+    """An aiohttp session for JSON requests, with the bearer token from ``api_key_env`` when it
+    is set and a time limit per request. Its connections are unlimited: the client in front of
+    it (`ModelClient`, `PoolingClient`) bounds concurrency."""
+    aiohttp = require("aiohttp", purpose)
+    headers = {"content-type": "application/json"}
+    key = os.environ.get(api_key_env) if api_key_env else None
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    return aiohttp.ClientSession(
+        headers=headers,
+        timeout=aiohttp.ClientTimeout(total=timeout_s),
+        connector=aiohttp.TCPConnector(limit=0),
+    )

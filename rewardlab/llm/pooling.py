@@ -50,7 +50,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -61,6 +60,7 @@ from rewardlab.errors import BackendError
 from rewardlab.llm.backend import LoopClients
 from rewardlab.llm.breaker import CircuitBreaker
 from rewardlab.llm.client import ClientOptions
+from rewardlab.llm.http_backend import json_session
 from rewardlab.llm.openai_backend import status_error
 from rewardlab.llm.retrying import call_with_retries
 from rewardlab.optional import require
@@ -147,16 +147,7 @@ class PoolingBackend(LoopClients):
         self._label_ids: dict[str, int] | None = None
 
     def _make_session(self) -> Any:
-        aiohttp = require("aiohttp", "served reward models")
-        headers = {"content-type": "application/json"}
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        return aiohttp.ClientSession(
-            headers=headers,
-            timeout=aiohttp.ClientTimeout(total=self.timeout_s),
-            connector=aiohttp.TCPConnector(limit=0),  # PoolingClient bounds concurrency
-        )
+        return json_session("served reward models", self.api_key_env, self.timeout_s)
 
     def request_body(self, inputs: Sequence[PoolingInput]) -> dict[str, Any]:
         """The JSON body that asks for ``inputs`` (all of one kind; messages one at a time:

@@ -120,7 +120,7 @@ class TokenLogprobScorer:
         with self._lock, self.torch.inference_mode():
             for index in sorted(range(len(groups)), key=lambda i: list(groups[i][0])):
                 prompt_ids = list(groups[index][0])
-                if before is not None and not _shared_opening(before.ids, prompt_ids):
+                if before is not None and not shared_opening(before.ids, prompt_ids):
                     before = None  # nothing to reuse: let the old cache go before the new one is made
                 try:
                     results[index], before = self._group(prompt_ids, groups[index][1], before)
@@ -164,7 +164,7 @@ class TokenLogprobScorer:
         torch = self.torch
         cache, start = None, 0
         if before is not None:
-            start = min(_shared_opening(before.ids, ids), len(ids) - 1)
+            start = min(shared_opening(before.ids, ids), len(ids) - 1)
             if start:
                 cache = before.cache
                 _cut_back(cache, start)
@@ -188,7 +188,7 @@ class TokenLogprobScorer:
         before_values: list[float] = []
         for index in sorted(rows, key=rows.__getitem__):
             row = rows[index]
-            shared = _shared_opening(before, row)
+            shared = shared_opening(before, row)
             if shared == len(row):
                 results[index] = before_values[:shared]
                 continue
@@ -267,7 +267,7 @@ def _target_logprobs(previous: Any, logits: Any, targets: Any, pieces: list[Any]
     return logits[:, -1]
 
 
-def _shared_opening(first: Sequence[int], second: Sequence[int]) -> int:
+def shared_opening(first: Sequence[int], second: Sequence[int]) -> int:
     """How many tokens ``first`` and ``second`` share from their start."""
     shared = 0
     for a, b in zip(first, second, strict=False):  # they may differ in length

@@ -11,7 +11,7 @@ scored on the inputs it was trained on:
   it does not end with it already, and tokenized with the tokenizer's special tokens.
 - `DPOTrainer` (trl/trainer/dpo_trainer.py, ``tokenize_fn``): the prompt alone (with the
   template's generation prompt, for a conversation) and prompt + completion are tokenized the
-  same way; the completion is what follows the tokens the two share (`common_prefix_length`:
+  same way; the completion is what follows the tokens the two share (`shared_opening`:
   a chat template may render the prompt alone differently, and tokens may merge across the
   boundary).
 
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rewardlab.errors import InvalidInput
+from rewardlab.prm.logprobs import shared_opening
 from rewardlab.rewards.contract import Sample, message_text
 
 Truncation = Literal["refuse", "left", "right"]
@@ -120,7 +121,7 @@ def prompt_and_completion_ids(
         completion_text = with_eos(sample.completion, tokenizer) if append_eos else sample.completion
         prompt_ids = list(tokenizer(sample.prompt)["input_ids"]) if sample.prompt else []
         full_ids = list(tokenizer(sample.prompt + completion_text)["input_ids"])
-    shared = common_prefix_length(prompt_ids, full_ids)
+    shared = shared_opening(prompt_ids, full_ids)
     prompt_ids, completion_ids = full_ids[:shared], full_ids[shared:]
     if not prompt_ids:
         if tokenizer.bos_token_id is None:
@@ -131,16 +132,6 @@ def prompt_and_completion_ids(
     if not completion_ids:
         raise InvalidInput("completion", "no tokens to score")
     return prompt_ids, completion_ids
-
-
-def common_prefix_length(first: Sequence[int], second: Sequence[int]) -> int:
-    """How many tokens ``first`` and ``second`` share from their start."""
-    shared = 0
-    for a, b in zip(first, second, strict=False):  # they may differ in length
-        if a != b:
-            break
-        shared += 1
-    return shared
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,13 +36,14 @@ import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from rewardlab.errors import InvalidInput
 from rewardlab.prm.batching import length_batches
 from rewardlab.prm.models import LoadedModel, ModelOption, has_custom_code, load_model, model_lock
+from rewardlab.reward_models.output_options import RewardModelOutputOptions
 from rewardlab.reward_models.placement import Dtype, placement
 from rewardlab.reward_models.rendering import (
     Cut,
@@ -53,22 +54,16 @@ from rewardlab.reward_models.rendering import (
 )
 from rewardlab.reward_models.shaping import Calibration, OutputShaping, Shaping
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
-from rewardlab.rewards.options import OptionError, PathOption, RewardOptions, takes_options
+from rewardlab.rewards.options import takes_options
 
 Render = Literal["auto", "chat_template", "text"]
 
 
-class SequenceClassifierOptions(RewardOptions):
+class SequenceClassifierOptions(RewardModelOutputOptions):
     """Options of `SequenceClassifierReward`."""
 
     model: ModelOption
     """The reward model's folder (or a GGUF file): weights, config and tokenizer."""
-    heads: dict[str, Annotated[int, Field(ge=0)]] | None = None
-    """Named outputs of a multi-objective model, ``{name: index}``; each one's value goes in
-    ``Score.breakdown``. Default: the model's one output (a Bradley-Terry score)."""
-    weights: dict[str, float] | None = None
-    """How the heads combine into the value: ``sum(weight * head)`` over the heads named here
-    (a head left out weighs 0). Needed with several heads; with one, its value is the value."""
     output_field: str = "logits"
     """The output of the model's forward pass read as its scores (``rewards`` for ArmoRM's
     objectives, from its own code; ``logits`` for every transformers classifier)."""
@@ -90,15 +85,6 @@ class SequenceClassifierOptions(RewardOptions):
     """Most tokens (longest x batch size) in one forward pass."""
     max_padding: float = Field(default=0.1, ge=0, lt=1)
     """Most of a batch that may be padding (`length_batches`)."""
-    shaping: Shaping = "raw"
-    """What the value is: the ``raw`` output (right for GRPO: group normalisation removes any
-    offset and scale), its ``sigmoid``, or ``normalized`` by a calibration file (see
-    `rewardlab.reward_models.shaping`)."""
-    calibration: PathOption | None = None
-    """A JSON file ``{"mean": ..., "std": ...}`` of the model's raw scores on reference data;
-    needed by ``shaping: normalized`` and read only then."""
-    clip: tuple[float, float] | None = None
-    """``[lo, hi]``: the value is bounded to it, after shaping."""
     trust_remote_code: bool = False
     """Run the model's own code from its folder, when its config names some (``auto_map``);
     refused otherwise."""
@@ -107,31 +93,6 @@ class SequenceClassifierOptions(RewardOptions):
     one, else the CPU."""
     dtype: Dtype | None = None
     """The model's torch dtype; default: bfloat16 on a GPU, float32 on a CPU."""
-
-    @model_validator(mode="after")
-    def _consistent(self) -> SequenceClassifierOptions:
-        if self.heads is not None and not self.heads:
-            raise OptionError("heads", "name at least one head, or leave heads out")
-        if self.weights is not None:
-            if self.heads is None:
-                raise OptionError("weights", "weights combine named heads: set heads too")
-            unknown = sorted(set(self.weights) - set(self.heads))
-            if unknown:
-                raise OptionError("weights", f"no head named {unknown}; heads: {sorted(self.heads)}")
-        elif self.heads is not None and len(self.heads) > 1:
-            raise OptionError("weights", "several heads need weights saying how they combine into the value")
-        if self.shaping == "normalized":
-            if self.calibration is None:
-                raise OptionError("calibration", 'shaping: normalized needs a file {"mean": ..., "std": ...}')
-            try:
-                Calibration.read(self.calibration)
-            except ValueError as error:
-                raise OptionError("calibration", str(error)) from None
-        elif self.calibration is not None:
-            raise OptionError("calibration", "is read only with shaping: normalized")
-        if self.clip is not None and not self.clip[0] < self.clip[1]:
-            raise OptionError("clip", f"should be [lo, hi] with lo < hi, got {list(self.clip)}")
-        return self
 
 
 @takes_options(SequenceClassifierOptions)

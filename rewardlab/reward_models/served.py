@@ -63,6 +63,7 @@ from rewardlab.llm.pooling import (
     PoolingProtocol,
 )
 from rewardlab.prm.models import model_folder
+from rewardlab.reward_models.output_options import RewardModelOutputOptions
 from rewardlab.reward_models.rendering import (
     conversation,
     conversation_ids,
@@ -72,12 +73,12 @@ from rewardlab.reward_models.rendering import (
 )
 from rewardlab.reward_models.shaping import Calibration, OutputShaping, Shaping
 from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage
-from rewardlab.rewards.options import OptionError, PathOption, RewardOptions, takes_options
+from rewardlab.rewards.options import OptionError, PathOption, takes_options
 
 ServedRender = Literal["auto", "messages", "tokenizer", "text"]
 
 
-class ServedRewardModelOptions(RewardOptions):
+class ServedRewardModelOptions(RewardModelOutputOptions):
     """Options of `ServedRewardModel`."""
 
     url: Annotated[str, Field(pattern=r"^https?://")]
@@ -98,19 +99,6 @@ class ServedRewardModelOptions(RewardOptions):
     append_eos: bool = True
     """With ``render: tokenizer`` and plain text, end the text with the EOS token unless it ends
     with it already, as TRL's RewardTrainer does."""
-    heads: dict[str, Annotated[int, Field(ge=0)]] | None = None
-    """Named outputs of a multi-objective model, ``{name: index}``; each one's value goes in
-    ``Score.breakdown``. Default: the model's one output."""
-    weights: dict[str, float] | None = None
-    """How the heads combine into the value: ``sum(weight * head)`` over the heads named here.
-    Needed with several heads."""
-    shaping: Shaping = "raw"
-    """What the value is: the ``raw`` output, its ``sigmoid``, or ``normalized`` by a
-    calibration file (see `rewardlab.reward_models.shaping`)."""
-    calibration: PathOption | None = None
-    """A JSON file ``{"mean": ..., "std": ...}``; needed by ``shaping: normalized``."""
-    clip: tuple[float, float] | None = None
-    """``[lo, hi]``: the value is bounded to it, after shaping."""
     batch_size: int = Field(default=32, ge=1)
     """Samples per request (vLLM's ``messages`` requests hold one)."""
     timeout_s: float = Field(default=60.0, gt=0)
@@ -126,34 +114,13 @@ class ServedRewardModelOptions(RewardOptions):
     (options left out keep their defaults)."""
 
     @model_validator(mode="after")
-    def _consistent(self) -> ServedRewardModelOptions:
-        if self.heads is not None and not self.heads:
-            raise OptionError("heads", "name at least one head, or leave heads out")
-        if self.weights is not None:
-            if self.heads is None:
-                raise OptionError("weights", "weights combine named heads: set heads too")
-            unknown = sorted(set(self.weights) - set(self.heads))
-            if unknown:
-                raise OptionError("weights", f"no head named {unknown}; heads: {sorted(self.heads)}")
-        elif self.heads is not None and len(self.heads) > 1:
-            raise OptionError("weights", "several heads need weights saying how they combine into the value")
+    def _rendering_consistent(self) -> ServedRewardModelOptions:
         if self.render == "messages" and self.protocol not in RENDERS_MESSAGES:
             raise OptionError(
                 "render", f"{self.protocol} does not render chat messages; use tokenizer (or text)"
             )
         if self.render == "tokenizer" and self.tokenizer is None:
             raise OptionError("tokenizer", "render: tokenizer needs the model's folder here")
-        if self.shaping == "normalized":
-            if self.calibration is None:
-                raise OptionError("calibration", 'shaping: normalized needs a file {"mean": ..., "std": ...}')
-            try:
-                Calibration.read(self.calibration)
-            except ValueError as error:
-                raise OptionError("calibration", str(error)) from None
-        elif self.calibration is not None:
-            raise OptionError("calibration", "is read only with shaping: normalized")
-        if self.clip is not None and not self.clip[0] < self.clip[1]:
-            raise OptionError("clip", f"should be [lo, hi] with lo < hi, got {list(self.clip)}")
         return self
 
 
