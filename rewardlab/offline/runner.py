@@ -177,11 +177,11 @@ def batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
     cut there, with a warning, so that no input makes a batch unbounded. Rows of one group that
     are not consecutive in the input are in different batches; sort the input by group first.
     """
-    rows = iter(rows)
     batch: list[Row] = []
+    previous: tuple[str, str] | None = None  # the group of the batch's last row
     for row in rows:
         group = _group(row)
-        if len(batch) >= size and (group is None or group != _group(batch[-1])):
+        if len(batch) >= size and (group is None or group != previous):
             yield batch
             batch = []
         elif len(batch) >= size * GROUP_OVERFLOW:
@@ -194,6 +194,7 @@ def batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
             yield batch
             batch = []
         batch.append(row)
+        previous = group
     if batch:
         yield batch
 
