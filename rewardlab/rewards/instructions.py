@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import langdetect
 import nltk
-from if_verifiable.common import evaluate_instructions
+from if_verifiable.common import get_loose_transformations, strip_thinking
 from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
 from rewardlab.errors import InvalidInput, MissingDependency
@@ -310,16 +310,29 @@ class InstructionFollowingReward(RuleReward):
         return given
 
     def _passes(self, instruction_id: str, kwargs: dict[str, Any], completion: str, prompt: str) -> bool:
+        """if-verifiable's ``evaluate_instructions`` for one instruction, reading only the mode's
+        texts: strict checks the response, loose each of its variants (first or last line
+        dropped, asterisks removed) until one passes. The reference checks both modes, and the
+        variants that equal the response or each other again; a sentence count tokenizes the
+        whole text each time, so that was nine passes over a long completion instead of one."""
         try:
-            results, _ = evaluate_instructions(completion, [instruction_id], [kwargs], prompt, self._registry)
+            checker = self._registry[instruction_id](instruction_id)
+            checker.build_description(**kwargs)
+            if "prompt" in (checker.get_instruction_args() or {}):
+                checker.build_description(prompt=prompt)
+            response = strip_thinking(completion)
+            texts = (
+                [response]
+                if self.mode == "strict"
+                else list(dict.fromkeys(get_loose_transformations(response)))
+            )
+            return any(text.strip() and checker.check_following(text) for text in texts)
         except LookupError as error:
             resource = _missing_nltk_resource(error)
             raise MissingDependency(
                 f"{instruction_id} needs NLTK data {resource!r}, which is not installed "
                 f"(python -m nltk.downloader {resource})"
             ) from None
-        (result,) = results
-        return result.strict_pass if self.mode == "strict" else result.loose_pass
 
 
 def _breakdown_keys(instruction_ids: Sequence[str]) -> list[str]:

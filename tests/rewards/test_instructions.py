@@ -279,3 +279,38 @@ def test_a_format_pattern_naming_removed_markers_is_refused():
     with pytest.raises(ValueError, match="answer_region: whole"):
         RegexMatchReward(r"<think>.*</think>")
     assert RegexMatchReward(r"<think>.*</think>", answer_region="whole").pattern
+
+
+AGREEMENT_INSTRUCTIONS = [
+    ("punctuation:no_comma", {}),
+    ("length_constraints:number_sentences", {"num_sentences": 2, "relation": "less than"}),
+    ("length_constraints:number_words", {"num_words": 8, "relation": "at least"}),
+    ("detectable_format:number_highlighted_sections", {"num_highlights": 1}),
+    ("change_case:english_lowercase", {}),
+    ("startend:end_checker", {"end_phrase": "Is there anything else?"}),
+    ("detectable_format:title", {}),
+    ("combination:repeat_prompt", {"prompt_to_repeat": "Say hi."}),
+]
+AGREEMENT_TEXTS = [
+    "Sure, here it is:\nno commas in this line at all",
+    "hello there. this is short",
+    "**Title**\n*one* highlighted, two. three. four.\nIs there anything else?",
+    "<think>Plan, then answer.</think>\n<<Greeting>>\nsay hi. more text here, and more words",
+    "Say hi. Then *again*.\nIs there anything else?\nP.S. bye",
+    "One line only",
+]
+
+
+@pytest.mark.parametrize("mode", ["strict", "loose"])
+def test_agrees_with_if_verifiable_on_each_mode(mode):
+    # The reward checks only the texts its mode reads; its verdicts must be the reference's.
+    from if_verifiable.common import evaluate_instructions
+
+    reward = InstructionFollowingReward(mode=mode)
+    registry = rewardlab.rewards.instructions._REGISTRIES["ifeval"]
+    for text in AGREEMENT_TEXTS:
+        for instruction_id, kwargs in AGREEMENT_INSTRUCTIONS:
+            (result,), _ = evaluate_instructions(text, [instruction_id], [kwargs], "Say hi.", registry)
+            expected = result.strict_pass if mode == "strict" else result.loose_pass
+            sample = row(text, [instruction_id], [kwargs], prompt="Say hi.")
+            assert score_one(reward, sample).value == float(expected), (mode, instruction_id, text)
