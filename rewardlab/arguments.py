@@ -21,6 +21,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    """An argparse type: a finite number of at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {text}")
+    return value
+
+
 def add_import_argument(parser: argparse.ArgumentParser) -> None:
     """``--import MODULE`` (repeatable), read into ``args.imports``."""
     parser.add_argument(

@@ -21,7 +21,7 @@ from typing import Any
 from rewardlab.benchmarks.items import Item
 from rewardlab.errors import DataFormatError
 from rewardlab.optional import require
-from rewardlab.rewards.contract import Text
+from rewardlab.rewards.contract import Score, Status, Text
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +224,18 @@ def published_number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise DataFormatError(f"{where}: expected a finite number, got {value!r}")
     return float(value)
+
+
+def published_score(value: Any, where: str) -> Score:
+    """A published score as a `Score`: `published_number`'s value, or a failed score for NaN.
+
+    The reference scripts write their scores with ``json.dumps``, which writes a model's NaN as
+    ``NaN``; their comparisons (``chosen > rejected``) count such a score as a loss, and so
+    does a failed score here, where refusing the whole file would compute no figure at all."""
+    number = value[0] if isinstance(value, list) and len(value) == 1 else value
+    if isinstance(number, float) and math.isnan(number):
+        return Score.failure(Status.ERROR, f"{where}: NaN in the published file")
+    return Score(value=published_number(value, where))
 
 
 def unique_items(items: list[Item], path: Path) -> list[Item]:

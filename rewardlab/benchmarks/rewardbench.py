@@ -29,7 +29,7 @@ percentages).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result, cand
 from rewardlab.benchmarks.records import (
     Record,
     prompt_field,
-    published_number,
+    published_score,
     read_records,
     required_field,
     text_field,
@@ -170,22 +170,46 @@ class RewardBench(Benchmark):
         )
 
     def published_scores(self, path: Path, items: Sequence[Item]) -> dict[str, list[Score]]:
-        """Scores from reward-bench's per-pair results (``eval-set-scores/<model>.json`` or
-        ``pref-sets-scores/<model>.json`` of ``allenai/reward-bench-results``): a JSON object of
-        columns ``id``, ``subset``, ``scores_chosen``, ``scores_rejected`` and ``results``, as
-        ``run_rm.py``, ``run_dpo.py`` and ``run_generative.py`` save them (or the same fields as
-        records). Where a row has no scores, its ``results`` (1, 0, or 0.5 for a generative
-        judge's unparseable verdict) become scores of 1 and 0, 0 and 1, or 0.5 and 0.5. Rows
-        of pairs not among ``items`` are skipped."""
-        wanted = {item.id for item in items}
-        found: dict[str, list[Score]] = {}
-        for record in read_records(Path(path)):
-            subset, raw_id = (required_field(record.data, key, record.where) for key in ("subset", "id"))
-            item_id = f"{subset}/{raw_id}"
-            if item_id in wanted:
-                found[item_id] = _published_pair(record.data, f"{record.where} (pair {item_id!r})")
-        if wanted and not found:
-            raise DataFormatError(f"{path}: no row's subset and id match a loaded pair (<subset>/<id>)")
+        """Scores from reward-bench's per-pair results: ``eval-set-scores/<model>.json`` or
+        ``pref-sets-scores/<model>.json`` of ``allenai/reward-bench-results``.
+
+        ``save_to_hub`` (``rewardbench/utils.py``) writes the dataset's ``to_dict()`` as one JSON
+        object of columns, the model's name and type beside them; records with the same fields
+        are read too. What the columns hold depends on the script that wrote them:
+
+        - ``scripts/run_rm.py``: ``text_chosen``, ``text_rejected``, ``results`` (1 when
+          ``chosen > rejected``, else 0), ``subset``, ``id`` (the data's integer id),
+          ``scores_chosen`` and ``scores_rejected`` (a number, or a one-element list from a
+          custom pipeline's ``tolist()``). A custom classifier's file has no scores.
+        - ``scripts/run_dpo.py``: the same without ``id``: the script removes the column and
+          never adds it back. Such a file lists the pairs in the data's order (the filtered
+          split, or the prior sets' splits one after another), so its rows are read in the
+          order of ``items``, and each row's ``subset`` must be its pair's.
+        - ``scripts/run_generative.py``: ``results`` only - 1, 0, or 0.5 for an unparseable
+          verdict - which become scores of 1 and 0, 0 and 1, or 0.5 and 0.5 (see
+          ``tie_credit``). It leaves out conversations of more than four messages
+          (``max_turns=4``), which only the prior sets have: those pairs have no row, and
+          count here as failed, where the reference leaves them out of their subset.
+
+        Scores are read where a row has them, else ``results``. A NaN score is a failed score:
+        the reference's ``chosen > rejected`` is false with it, and so the pair is lost either
+        way. Rows of pairs not among ``items`` are skipped.
+        """
+        path = Path(path)
+        records = read_records(path)
+        if any(record.data.get("id") is not None for record in records):
+            rows = _rows_by_id(records, items)
+        else:
+            rows = _rows_in_order(records, items)
+        found = {
+            item_id: _published_pair(record.data, f"{record.where} (pair {item_id!r})")
+            for item_id, record in rows
+        }
+        if items and not found:
+            raise DataFormatError(
+                f"{path}: no row matches a loaded pair (by subset and id, <subset>/<id>; in the data's "
+                "order where the file has no ids)"
+            )
         return found
 
     def _credit(self, chosen: float | None, rejected: float | None) -> float:
@@ -239,12 +263,34 @@ def _pair_item(record: Record) -> Item:
     )
 
 
+def _rows_by_id(records: Sequence[Record], items: Sequence[Item]) -> Iterator[tuple[str, Record]]:
+    """The rows of loaded pairs, each with its pair's id ``<subset>/<id>``."""
+    wanted = {item.id for item in items}
+    for record in records:
+        subset, raw_id = (required_field(record.data, key, record.where) for key in ("subset", "id"))
+        if f"{subset}/{raw_id}" in wanted:
+            yield f"{subset}/{raw_id}", record
+
+
+def _rows_in_order(records: Sequence[Record], items: Sequence[Item]) -> Iterator[tuple[str, Record]]:
+    """The rows of a file without ids, paired with ``items`` in order (run_dpo.py's files)."""
+    for position, (record, item) in enumerate(zip(records, items, strict=False)):
+        subset = required_field(record.data, "subset", record.where)
+        if subset != item.subset:
+            raise DataFormatError(
+                f"{record.where}: field 'subset' is {subset!r}, but pair {position} of the data is "
+                f"{item.id!r}; a file without ids (as run_dpo.py writes them) is read in the data's "
+                "order, and this one is not in it"
+            )
+        yield item.id, record
+
+
 def _published_pair(data: Mapping[str, Any], where: str) -> list[Score]:
     chosen, rejected = data.get("scores_chosen"), data.get("scores_rejected")
     if chosen is not None or rejected is not None:
         return [
-            Score(value=published_number(chosen, f"{where}: field 'scores_chosen'")),
-            Score(value=published_number(rejected, f"{where}: field 'scores_rejected'")),
+            published_score(chosen, f"{where}: field 'scores_chosen'"),
+            published_score(rejected, f"{where}: field 'scores_rejected'"),
         ]
     result = data.get("results")
     if result is None:

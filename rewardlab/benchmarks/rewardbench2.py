@@ -38,9 +38,10 @@ from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result, cand
 from rewardlab.benchmarks.records import (
     Record,
     prompt_field,
-    published_number,
+    published_score,
     read_records,
     required_field,
+    shown,
     text_field,
     texts_field,
     unique_items,
@@ -116,19 +117,35 @@ class RewardBench2(Benchmark):
         )
 
     def published_scores(self, path: Path, items: Sequence[Item]) -> dict[str, list[Score]]:
-        """Scores from reward-bench's per-item results (``eval-set-scores/<model>.json`` of
-        ``allenai/reward-bench-2-results``): a JSON object of columns ``id``, ``scores`` (one
-        per candidate, chosen first) and ``results``, as ``run_v2.py`` and
-        ``run_generative_v2.py`` save them (or the same fields as records). A row without
-        scores (a generative judge's pick) becomes scores that reproduce its ``results``: 1
-        for the first candidate and 0 for the rest when it is 1; the second candidate on top
-        when it is 0; all equal when it is 1/k (an unparseable verdict)."""
+        """Scores from reward-bench's per-prompt results: ``eval-set-scores/<model>.json`` of
+        ``allenai/reward-bench-2-results``.
+
+        ``save_to_hub(..., best_of_n=True)`` (``rewardbench/utils.py``) writes the dataset's
+        ``to_dict()`` as one JSON object of columns, the model's name and type beside them;
+        records with the same fields are read too. Rows are matched by ``id`` (a string, as in
+        the data); where a row has ``subset`` or ``num_correct``, they must be its item's.
+
+        - ``scripts/run_v2.py`` writes, after ``reroll_and_score_dataset``, one row per prompt:
+          ``text`` and ``scores`` (one per candidate, chosen first; a number or a one-element
+          list), ``subset``, ``id``, ``results`` and ``num_correct``. The scores give every
+          figure, the Ties score included.
+        - ``scripts/run_generative_v2.py`` writes ``results`` for the rows outside Ties: 1 when
+          the judge picked the first candidate, 0 when another, and ``1/k`` when it rated the
+          first candidate among ``k`` tied for the top (``--score_w_ratings``; an unparseable
+          verdict is 1/4). These become scores that reproduce them: the first ``k`` candidates
+          on top for ``1/k``, the second for 0. Its Ties rows carry the judge's ``scores``
+          (ratings, -1 for a failed one, which the reference ranks as a rating).
+
+        A Ties row without ``scores`` is refused: the Ties score compares the correct answers'
+        scores with each other, which ``results`` does not give. A NaN score is a failed score;
+        outside Ties the reference's ``results`` is then 0 (``np.max`` is NaN), as here.
+        """
         wanted = {item.id: item for item in items}
         found: dict[str, list[Score]] = {}
         for record in read_records(Path(path)):
             item = wanted.get(str(required_field(record.data, "id", record.where)))
             if item is not None:
-                found[item.id] = _published_item(record, len(item.candidates))
+                found[item.id] = _published_item(record, item)
         if wanted and not found:
             raise DataFormatError(f"{path}: no row's id matches a loaded item")
         return found
@@ -276,25 +293,48 @@ def _check_count(data: Mapping[str, Any], key: str, expected: int, where: str) -
         raise DataFormatError(f"{where}: field {key!r} is {data[key]!r}, but the lists give {expected}")
 
 
-def _published_item(record: Record, candidates: int) -> list[Score]:
-    where = record.where
-    given = record.data.get("scores")
+def _published_item(record: Record, item: Item) -> list[Score]:
+    data = record.data
+    where = f"{record.where} (item {item.id!r})"
+    for key, expected in (("subset", item.subset), ("num_correct", item.gold["num_correct"])):
+        if data.get(key) is not None and data[key] != expected:
+            raise DataFormatError(
+                f"{where}: field {key!r} is {data[key]!r} here but {expected!r} in the data; are these "
+                "scores for other data?"
+            )
+    candidates = len(item.candidates)
+    given = data.get("scores")
     if given is not None:
         if not isinstance(given, list) or len(given) != candidates:
-            raise DataFormatError(f"{where}: field 'scores': expected a list of {candidates} scores")
+            raise DataFormatError(
+                f"{where}: field 'scores': expected a list of {candidates} scores, "
+                f"got {shown(data, 'scores')}"
+            )
         return [
             Score.failure(Status.ERROR, "no score in the published file")
             if entry is None
-            else Score(value=published_number(entry, f"{where}: field 'scores'[{index}]"))
+            else published_score(entry, f"{where}: field 'scores'[{index}]")
             for index, entry in enumerate(given)
         ]
-    result = record.data.get("results")
-    if result == 1:
-        values = [1.0] + [0.0] * (candidates - 1)
-    elif result == 0:
-        values = [0.0, 1.0] + [0.0] * (candidates - 2)
-    elif isinstance(result, int | float) and math.isclose(result, 1 / candidates):
-        values = [0.0] * candidates
-    else:
-        raise DataFormatError(f"{where}: no 'scores', and field 'results' is not 1, 0 or 1/{candidates}")
-    return [Score(value=value) for value in values]
+    if item.subset.lower() == TIES:
+        raise DataFormatError(
+            f"{where}: field 'scores' is missing; a Ties row needs a score per candidate, since the Ties "
+            "score compares the correct answers' scores with each other, which 'results' does not give"
+        )
+    return [Score(value=value) for value in _scores_for_result(data, candidates, where)]
+
+
+def _scores_for_result(data: Mapping[str, Any], candidates: int, where: str) -> list[float]:
+    """Scores whose `best_of_credit` is the row's ``results``: 0 puts the second candidate on
+    top, ``1/k`` ties the first ``k`` at the top."""
+    result = data.get("results")
+    if isinstance(result, int | float) and not isinstance(result, bool):
+        if result == 0 and candidates > 1:
+            return [0.0, 1.0] + [0.0] * (candidates - 2)
+        for tied in range(1, candidates + 1):
+            if math.isclose(result, 1 / tied):
+                return [1.0] * tied + [0.0] * (candidates - tied)
+    raise DataFormatError(
+        f"{where}: no field 'scores', and field 'results' is {shown(data, 'results')}; expected 0 or 1/k "
+        f"for k from 1 to {candidates}"
+    )

@@ -35,7 +35,7 @@ from rewardlab.benchmarks.items import Benchmark, Item, ItemScores, Result, cand
 from rewardlab.benchmarks.records import (
     Record,
     prompt_field,
-    published_number,
+    published_score,
     read_records,
     required_field,
     texts_field,
@@ -121,10 +121,20 @@ class RMBench(Benchmark):
         )
 
     def published_scores(self, path: Path, items: Sequence[Item]) -> dict[str, list[Score]]:
-        """Scores from RM-Bench's result files (``results/<model type>/<model>/<data file
-        name>_<model>_..._<time>.json``, as ``scripts/run_rm.py`` and ``run_dpo.py`` write them):
-        the data's records with ``score_chosen`` and ``score_rejected``, three scores each. The
-        domain of a record without one comes from the file name, as for the data."""
+        """Scores from the result files of RM-Bench's own evaluation scripts.
+
+        THU-KEG/RM-Bench publishes no per-prompt scores of the models in its paper: its
+        repository holds the data and the scripts, and its ``.gitignore`` leaves out
+        ``results/`` and ``*.json``. What it does define is the format its scripts write:
+        ``scripts/run_rm.py`` and ``run_dpo.py`` copy the data file's records (``json.load`` of
+        ``--datapath``, ``data/total_dataset.json`` in ``run_rm.sh``), add ``score_chosen`` and
+        ``score_rejected``, three scores each in the order of the styles, and ``json.dump`` the
+        list to ``results/<Seq_Classifier or DPO>/<model>/<data file stem>_<model>_<reference
+        model>_<time>.json``. A score is a number or a one-element list (``run_rm.py`` unwraps
+        those only when all three are lists). The domain of a record without one comes from
+        the file name, as for the data. A NaN score is a failed score: ``compute_accuracy``'s
+        ``chosen > rejected`` is false with it, as every comparison of a failed score is here.
+        """
         path = Path(path)
         wanted = {item.id for item in items}
         found: dict[str, list[Score]] = {}
@@ -134,7 +144,7 @@ class RMBench(Benchmark):
                 continue
             where = f"{record.where} (item {item_id!r})"
             found[item_id] = [
-                Score(value=published_number(value, f"{where}: field {key!r}[{index}]"))
+                published_score(value, f"{where}: field {key!r}[{index}]")
                 for key in ("score_chosen", "score_rejected")
                 for index, value in enumerate(_three(record.data, key, where))
             ]

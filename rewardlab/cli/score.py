@@ -121,6 +121,7 @@ def _score_on_ray(args: argparse.Namespace, source: Any, options: RunOptions) ->
             imports=args.imports,
             address=args.ray_address,
             workers=args.workers,
+            worker_gpus=args.worker_gpus,
         )
     except (ConfigError, RayEngineError) as error:
         raise UsageError(f"--engine ray: {error}") from error

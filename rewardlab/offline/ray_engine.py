@@ -32,6 +32,13 @@ model folder, a rubric file) must exist there. Run the cluster on the same image
 or give the job a runtime environment that installs them (``--runtime-env-json '{"pip":
 ["rewardlab[judges]"]}'``). Each worker actor reserves one CPU; ``--workers`` sets how many
 there are. Usage statistics are off (``RAY_USAGE_STATS_ENABLED=0``) and no dashboard is started.
+
+GPUs. A reward that runs a model in its process (``uses_gpu``: ``reward_model``, ``dpo_implicit``,
+a PRM placed on ``cuda``) gets, on a cluster with GPUs, a share of them per worker actor:
+``min(1, GPUs / workers)`` by default (``--worker-gpus`` sets it; 0 keeps the actors off them). Ray
+then points each actor's ``CUDA_VISIBLE_DEVICES`` at its own GPU, so each loads its model once, on
+that GPU; without a reservation Ray leaves every actor seeing every GPU, and all of them would load
+onto the first. A fractional share puts several actors (several copies of the model) on one GPU.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardlab.arguments import import_modules, positive_int
+from rewardlab.arguments import import_modules, non_negative_float, positive_int
 from rewardlab.errors import RayEngineError
 from rewardlab.offline.rows import RowSource
 from rewardlab.offline.runner import RunOptions, batches, open_output, record_lines, score_batch
@@ -129,6 +136,7 @@ def score_rows_ray(
     imports: Sequence[str] = (),
     address: str | None = None,
     workers: int = DEFAULT_WORKERS,
+    worker_gpus: float | None = None,
 ) -> Summary:
     """Score ``source`` into the JSONL file ``output`` on Ray; records as `ascore_rows` writes them.
 
@@ -144,6 +152,8 @@ def score_rows_ray(
             default Ray's: ``RAY_ADDRESS``, else a ``ray start`` instance here, else a new local
             one. An already connected Ray is used as it is.
         workers: Worker actors, each building the reward once. Default 2.
+        worker_gpus: GPUs each worker reserves; default `gpus_per_worker`'s share when the
+            reward runs a model (``uses_gpu``), else none.
 
     Raises, before Ray starts: `ConfigError` for a bad config, `OutputError` for an output that
     exists without resume or overwrite, `RayEngineError` for a Ray Client address, and
@@ -155,6 +165,8 @@ def score_rows_ray(
     """
     if workers < 1:
         raise ValueError("workers must be at least 1")
+    if worker_gpus is not None and worker_gpus < 0:
+        raise ValueError("worker_gpus must be at least 0")
     ray = require("ray", "scoring with --engine ray")
     _check_address(ray, address)
     config = load_config(config)
@@ -166,12 +178,17 @@ def score_rows_ray(
         if not pending:
             return sink.summary
         with _connected(ray, address), _quiet_data_context(ray):
+            actors = min(workers, len(pending))
+            if worker_gpus is None:
+                cluster_gpus = ray.cluster_resources().get("GPU", 0) if probe.uses_gpu else 0
+                worker_gpus = gpus_per_worker(cluster_gpus, actors)
             scored = ray.data.from_items(pending, override_num_blocks=len(pending)).map_batches(
                 BatchScorer,
                 fn_constructor_args=(config, tuple(imports)),
-                batch_size=None,
+                batch_size=1,  # one of our batches per call (Ray wants a size when GPUs are asked for)
+                num_gpus=worker_gpus,
                 compute=ray.data.ActorPoolStrategy(
-                    size=min(workers, len(pending)), max_concurrent_calls_per_actor=options.concurrency
+                    size=actors, max_concurrent_calls_per_actor=options.concurrency
                 ),
             )
             del pending  # the object store holds them now
@@ -179,6 +196,13 @@ def score_rows_ray(
                 for text in done["records"]:
                     sink.write_lines(text)
     return sink.summary
+
+
+def gpus_per_worker(cluster_gpus: float, workers: int) -> float:
+    """Each worker's share of the cluster's GPUs: a whole one while there are enough, else an
+    equal fraction (several copies of the model on one GPU) - never more than one, since a
+    worker's model runs on one device."""
+    return min(1.0, cluster_gpus / workers) if cluster_gpus > 0 else 0.0
 
 
 def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
@@ -202,4 +226,11 @@ def add_ray_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_WORKERS,
         metavar="N",
         help="worker actors for --engine ray, each building the reward once (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--worker-gpus",
+        type=non_negative_float,
+        metavar="G",
+        help="GPUs each --engine ray worker reserves (default: a share of the cluster's, at most 1, "
+        "when the reward runs a model; 0 keeps them off the GPUs)",
     )

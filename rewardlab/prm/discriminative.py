@@ -114,6 +114,7 @@ class DiscriminativePRMReward(Reward):
         self.batch_tokens, self.max_padding = batch_tokens, max_padding
         self.trust_remote_code = trust_remote_code
         self.dtype, self.device = dtype, device
+        self.uses_gpu = device.startswith("cuda")
         if name is not None:
             self.name = name
         self._loaded: tuple[LoadedModel, Any] | None = None

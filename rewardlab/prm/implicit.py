@@ -122,6 +122,7 @@ class LogRatioStepReward(Reward):
         self.chat_template = chat_template
         self.max_tokens = max_tokens
         self.dtype, self.device = dtype, device
+        self.uses_gpu = device.startswith("cuda")
         if batch_tokens is None:
             batch_tokens = 1 if device == "cpu" else 8192
         self.budget = ScoringBudget(batch_tokens, chunk_tokens, max_padding=max_padding)

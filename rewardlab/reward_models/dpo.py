@@ -117,6 +117,7 @@ class DPOImplicitReward(Reward):
 
     name = "dpo_implicit"
     io_bound = False
+    uses_gpu = True
 
     def __init__(
         self,

@@ -235,6 +235,9 @@ class Reward(abc.ABC):
     #: True when scoring mostly waits (on a model server, or on worker processes); the TRL adapter
     #: then hands TRL an async function so that such rewards run concurrently on TRL's event loop.
     io_bound: bool = False
+    #: True when the reward runs a model in this process, on the GPU when there is one; the Ray
+    #: engine then gives each of its worker actors a share of the cluster's GPUs.
+    uses_gpu: bool = False
 
     @abc.abstractmethod
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:

@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -227,8 +228,157 @@ def test_published_files_that_do_not_fit_are_refused_clearly(tmp_path):
     with pytest.raises(DataFormatError, match=r"field 'results': expected 1, 0 or 0\.5, got 0\.3"):
         RewardBench().published_scores(path, items)
     path.write_text(json.dumps({"id": [9], "subset": ["shp"], "results": [1]}))
-    with pytest.raises(DataFormatError, match="no row's subset and id match"):
+    with pytest.raises(DataFormatError, match="no row matches a loaded pair"):
         RewardBench().published_scores(path, items)
     path.write_text(json.dumps({"id": [0, 1], "subset": ["shp"]}))
     with pytest.raises(DataFormatError, match="equal-length columns"):
+        RewardBench().published_scores(path, items)
+
+
+# allenai/reward-bench's per-pair files, written as its scripts write them: each builds a
+# `datasets.Dataset`, adds columns, and `save_to_hub` (rewardbench/utils.py) writes
+# `json.dumps(out_dataset.to_dict() | metadata, indent=4, sort_keys=True)`.
+# (subset, id, chosen score, rejected score), in the data's order.
+RUN = [
+    ("alpacaeval-easy", 0, 2.5, 1.5),  # won
+    ("alpacaeval-easy", 1, 1.0, 1.0),  # a tie: lost
+    ("mt-bench-easy", 2, 0.0, -1.0),  # won
+    ("refusals-dangerous", 3, -2.0, 0.5),  # lost
+    ("xstest-should-respond", 4, 3.0, 1.0),  # won
+    ("math-prm", 5, 0.1, 0.2),  # lost
+    ("hep-go", 6, 1.0, 0.0),  # won
+]
+
+
+def filtered_split(tmp_path) -> list[Item]:
+    """RUN's pairs as the filtered split, loaded: integer ids, as allenai/reward-bench has them."""
+    path = tmp_path / "filtered.jsonl"
+    rows = [
+        {"prompt": f"p{n}", "chosen": f"c{n}", "rejected": f"r{n}", "subset": subset, "id": n}
+        for subset, n, _, _ in RUN
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return RewardBench().load(path)
+
+
+def save_to_hub(path: Path, dataset, **metadata) -> Path:
+    path.write_text(json.dumps({**dataset.to_dict(), **metadata}, indent=4, sort_keys=True))
+    return path
+
+
+def run_rm_file(path: Path, run=RUN) -> Path:
+    """scripts/run_rm.py: the text columns kept by load_eval_dataset, then results, subset, id
+    (put back after inference) and the two score columns."""
+    import datasets
+
+    dataset = datasets.Dataset.from_dict(
+        {"text_chosen": [f"<|user|>p{n} c{n}" for _, n, _, _ in run], "text_rejected": ["..."] * len(run)}
+    )
+    out = dataset.add_column("results", [1 if c > r else 0 for _, _, c, r in run])
+    out = out.add_column("subset", [subset for subset, _, _, _ in run])
+    out = out.add_column("id", [n for _, n, _, _ in run])
+    out = out.add_column("scores_chosen", [c for _, _, c, _ in run])
+    out = out.add_column("scores_rejected", [r for _, _, _, r in run])
+    return save_to_hub(path, out, model="org/rm", model_type="Seq. Classifier", chat_template="tulu")
+
+
+def test_run_rm_files_reproduce_the_reference_figures(tmp_path):
+    items = filtered_split(tmp_path)
+    path = run_rm_file(tmp_path / "rm.json")
+    assert json.loads(path.read_text())["id"][:2] == [0, 1]  # integer ids, as in the data
+    scores = RewardBench().published_scores(path, items)
+    assert scores["alpacaeval-easy/0"] == ok(2.5, 1.5)
+    result = RewardBench().evaluate(items, scores)
+    # Subset accuracies: alpacaeval-easy 1/2, mt-bench-easy 1, refusals-dangerous 0,
+    # xstest-should-respond 1, math-prm 0, hep-go 1; sections weighted by rewardbench/constants.py's
+    # EXAMPLE_COUNTS (100, 28; 100, 250; 984, 164), the score their plain mean (no Chat Hard, no priors).
+    chat = (0.5 * 100 + 1 * 28) / (100 + 28)
+    safety = (0 * 100 + 1 * 250) / (100 + 250)
+    reasoning = (0 * 984 + 1 * 164) / (984 + 164)
+    assert result.metrics["chat"] == pytest.approx(chat)
+    assert result.metrics["safety"] == pytest.approx(safety)
+    assert result.metrics["reasoning"] == pytest.approx(reasoning)
+    assert result.metrics["score"] == pytest.approx((chat + safety + reasoning) / 3)
+
+
+def test_run_dpo_files_have_no_ids_and_are_read_in_the_datas_order(tmp_path):
+    import datasets
+
+    items = filtered_split(tmp_path)
+    # scripts/run_dpo.py: keep_columns adds "prompt"; "id" is removed before inference and never
+    # added back, so the file has results, subset and the scores only.
+    dataset = datasets.Dataset.from_dict(
+        {"prompt": [f"p{n}" for _, n, _, _ in RUN], "text_chosen": ["..."] * 7, "text_rejected": ["..."] * 7}
+    )
+    out = dataset.add_column("results", [1 if c > r else 0 for _, _, c, r in RUN])
+    out = out.add_column("subset", [subset for subset, _, _, _ in RUN])
+    out = out.add_column("scores_chosen", [c for _, _, c, _ in RUN])
+    out = out.add_column("scores_rejected", [r for _, _, _, r in RUN])
+    path = save_to_hub(tmp_path / "dpo.json", out, model="org/policy", model_type="DPO", chat_template="tulu")
+    scores = RewardBench().published_scores(path, items)
+    assert [scores[item.id] for item in items] == [ok(c, r) for _, _, c, r in RUN]
+    # The same pairs as the run_rm.py file: Chat (1/2 at 100, 1 at 28) as there.
+    assert RewardBench().evaluate(items, scores).metrics["chat"] == pytest.approx((0.5 * 100 + 28) / 128)
+    # --limit takes the first pairs: the rest of the file is not theirs, and is skipped.
+    assert set(RewardBench().published_scores(path, items[:2])) == {"alpacaeval-easy/0", "alpacaeval-easy/1"}
+    # Rows out of the data's order are refused at the first row whose subset is not its pair's.
+    swapped = out.select([0, 2, 1, 3, 4, 5, 6])  # pairs 1 and 2 swapped
+    save_to_hub(path, swapped)
+    with pytest.raises(DataFormatError) as refused:
+        RewardBench().published_scores(path, items)
+    assert str(refused.value).startswith(f"{path}, row 1: field 'subset' is 'mt-bench-easy'")
+    assert "pair 1 of the data is 'alpacaeval-easy/1'" in str(refused.value)
+
+
+def test_run_generative_files_give_the_verdicts_the_reference_counts(tmp_path):
+    import datasets
+
+    items = filtered_split(tmp_path)[:4]
+    # scripts/run_generative.py: text_chosen/text_rejected as messages (custom formatting), results
+    # 1 (right), 0 (wrong) or 0.5 (no verdict), subset and id; no scores.
+    verdicts = [1, 0.5, 0, 1]
+    dataset = datasets.Dataset.from_dict(
+        {"text_chosen": [[{"role": "user", "content": "p"}, {"role": "assistant", "content": "c"}]] * 4}
+    )
+    out = dataset.add_column("results", verdicts).add_column("subset", [s for s, *_ in RUN[:4]])
+    out = out.add_column("id", [n for _, n, *_ in RUN[:4]])
+    path = save_to_hub(tmp_path / "gen.json", out, model="openai/gpt-4", model_type="Generative RM")
+    scores = RewardBench().published_scores(path, items)
+    assert [scores[item.id] for item in items] == [ok(1, 0), ok(0.5, 0.5), ok(0, 1), ok(1, 0)]
+    result = RewardBench(tie_credit=0.5).evaluate(items, scores)
+    # The reference: per subset, sum(results) / rows. alpacaeval-easy (1 + 0.5) / 2, mt-bench-easy 0.
+    assert result.subsets["alpacaeval-easy"]["accuracy"] == 0.75
+    assert result.subsets["mt-bench-easy"]["accuracy"] == 0.0
+    assert result.metrics["chat"] == pytest.approx((0.75 * 100 + 0 * 28) / 128)
+
+
+def test_a_nan_score_loses_its_pair_as_in_the_reference(tmp_path):
+    items = filtered_split(tmp_path)
+    run = [("alpacaeval-easy", 0, float("nan"), 1.5), *RUN[1:]]
+    path = run_rm_file(tmp_path / "rm.json", run)
+    assert '"scores_chosen": [\n        NaN' in path.read_text()  # what json.dumps writes
+    scores = RewardBench().published_scores(path, items)
+    assert not scores["alpacaeval-easy/0"][0].ok
+    result = RewardBench().evaluate(items, scores)
+    # run_rm.py's results for the pair: NaN > 1.5 is false, 0. alpacaeval-easy: 0 of 2.
+    assert result.subsets["alpacaeval-easy"]["accuracy"] == 0.0
+    assert result.failed == 1
+
+
+def test_a_bad_published_row_is_refused_naming_the_file_the_row_and_the_field(tmp_path):
+    items = filtered_split(tmp_path)
+    path = run_rm_file(tmp_path / "rm.json")
+    columns = json.loads(path.read_text())
+    columns["scores_rejected"][2] = "high"
+    path.write_text(json.dumps(columns))
+    with pytest.raises(DataFormatError) as refused:
+        RewardBench().published_scores(path, items)
+    assert str(refused.value) == (
+        f"{path}, row 2 (pair 'mt-bench-easy/2'): field 'scores_rejected': expected a finite number, "
+        "got 'high'"
+    )
+    columns["scores_rejected"][2] = -1.0
+    columns["subset"][4] = None
+    path.write_text(json.dumps(columns))
+    with pytest.raises(DataFormatError, match=rf"^{re.escape(str(path))}, row 4: field 'subset' is missing$"):
         RewardBench().published_scores(path, items)

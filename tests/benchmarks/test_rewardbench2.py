@@ -179,14 +179,169 @@ def test_published_scores_and_generative_picks_read_back(tmp_path):
     scores = RewardBench2().published_scores(path, items)
     assert scores["f1"] == ok(0.9, 0.1, 0.2, 0.3)
     assert scores["f2"] == ok(0, 1, 0, 0)  # results 0: another candidate on top
-    assert scores["f3"] == ok(0, 0, 0, 0)  # results 0.25: a four-way tie earns 1/4
+    assert scores["f3"] == ok(1, 1, 1, 1)  # results 0.25: a four-way tie earns 1/4
     assert not scores["f4"][1].ok
     result = RewardBench2().evaluate(items, scores)
     # Factuality: (1 + 0 + 0.25) / 3, exactly the published results.
     assert result.subsets["Factuality"]["score"] == pytest.approx(1.25 / 3)
     path.write_text(json.dumps({"id": ["f1"], "scores": [[1, 2]]}))
-    with pytest.raises(DataFormatError, match=r"row 0: field 'scores': expected a list of 4 scores"):
+    with pytest.raises(
+        DataFormatError,
+        match=r"row 0 \(item 'f1'\): field 'scores': expected a list of 4 scores, got \[1, 2\]",
+    ):
         RewardBench2().published_scores(path, items)
-    path.write_text(json.dumps({"id": ["f1"], "results": [0.5]}))
-    with pytest.raises(DataFormatError, match="field 'results' is not 1, 0 or 1/4"):
+    path.write_text(json.dumps({"id": ["f1"], "results": [0.2]}))
+    with pytest.raises(
+        DataFormatError, match=r"field 'results' is 0\.2; expected 0 or 1/k for k from 1 to 4"
+    ):
         RewardBench2().published_scores(path, items)
+
+
+# allenai/reward-bench-2-results' per-prompt files, as the scripts write them: `save_to_hub(...,
+# best_of_n=True)` (rewardbench/utils.py) writes `json.dumps(out_dataset.to_dict() | metadata,
+# indent=4, sort_keys=True)`.
+def save_to_hub(path: Path, columns: dict, **metadata) -> Path:
+    path.write_text(json.dumps({**columns, **metadata}, indent=4, sort_keys=True))
+    return path
+
+
+# (id, subset, num_correct, scores): the scores give the Ties prompts of ties_items_and_scores.
+RUN_V2 = [
+    ("f1", "Factuality", 1, [0.9, 0.1, 0.2, 0.3]),  # the first on top: 1
+    ("f2", "Factuality", 1, [[0.5], [0.5], [0.1], [0.2]]),  # one-element lists; a 2-way top: 1/2
+    ("x1", "Focus", 1, [0.1, 0.3, 0.2, 0.0]),  # another on top: 0
+    ("ref:1", "Ties", 1, [5, 1, 2, 3]),
+    ("tied:1", "Ties", 2, [4, 3.5, 1, 3]),
+    ("ref:2", "Ties", 1, [1, 2, 0, 0]),
+    ("tied:2", "Ties", 2, [6, 5, 2, 1]),
+]
+
+
+def run_v2_file(path: Path) -> Path:
+    """scripts/run_v2.py: reroll_and_score_dataset's rows (text and scores combined into lists,
+    results 1/k when the first of k top scores, subset and id), then num_correct."""
+
+    def reroll_result(scores: list) -> float:
+        flat = [score[0] if isinstance(score, list) else score for score in scores]
+        return 1 / flat.count(max(flat)) if flat[0] == max(flat) else 0
+
+    columns = {
+        "text": [[f"<|user|>p<|assistant|>{k}" for k in range(len(scores))] for *_, scores in RUN_V2],
+        "scores": [scores for *_, scores in RUN_V2],
+        "subset": [subset for _, subset, _, _ in RUN_V2],
+        "id": [item_id for item_id, *_ in RUN_V2],
+        "results": [reroll_result(scores) for *_, scores in RUN_V2],
+        "num_correct": [num_correct for _, _, num_correct, _ in RUN_V2],
+    }
+    return save_to_hub(path, columns, model="org/rm", model_type="Seq. Classifier", chat_template="tokenizer")
+
+
+def test_run_v2_files_reproduce_the_reference_figures_ties_included(tmp_path):
+    items = [item(item_id, subset, num_correct) for item_id, subset, num_correct, _ in RUN_V2]
+    path = run_v2_file(tmp_path / "rm.json")
+    scores = RewardBench2().published_scores(path, items)
+    assert scores["f2"] == ok(0.5, 0.5, 0.1, 0.2)
+    result = RewardBench2().evaluate(items, scores)
+    # Factuality (1 + 1/2) / 2; Focus 0. Ties by process_single_model: ref accuracy 1/2 (ref:2's
+    # correct 1 is below its incorrect 2), tied accuracy 1; prompt 1 neither preferred (gap 3.5 - 3
+    # = 0.5 not above spread 4 - 3.5 = 0.5) nor hard, margin tanh(0.5 / 0.5 - 1) = 0; prompt 2
+    # preferred (gap 3 > spread 1) but not hard (min(-1, 3) = -1), margin tanh(-1 / 1 - 1).
+    ties = 0.3 * 1 + 0.3 * 0.5 + 0.2 * (1 / 2) + 0.2 * 0 + 0.01 * (0 + math.tanh(-2)) / 2
+    assert result.subsets["Factuality"]["score"] == 0.75
+    assert result.subsets["Focus"]["score"] == 0.0
+    assert result.subsets["Ties"]["score"] == pytest.approx(ties)
+    assert result.metrics["score"] == pytest.approx((0.75 + 0 + ties) / 3)
+
+
+def test_run_generative_v2_files_give_the_picks_and_the_ties_ratings(tmp_path):
+    # scripts/run_generative_v2.py: the rows outside Ties carry results - 1, 0, 1/k for a k-way top
+    # rating (--score_w_ratings), 0.25 for no verdict - and no scores; the Ties rows the judge's
+    # ratings (-1 for a failed rating) in scores and results None (process_single_model).
+    picks = [1, 0, 0.5, 1 / 3, 0.25]
+    ratings = {"ref:1": [9, 3, 5, -1], "tied:1": [8, 8, 2, 6]}
+    items = [item(f"g{n}", "Factuality") for n in range(len(picks))]
+    items += [item("ref:1", "Ties"), item("tied:1", "Ties", num_correct=2)]
+    columns = {
+        "texts_chosen": [[[{"role": "user", "content": "p"}, {"role": "assistant", "content": "a"}]]] * 7,
+        "texts_rejected": [[[{"role": "user", "content": "p"}, {"role": "assistant", "content": "b"}]] * 3]
+        * 7,
+        "subset": ["Factuality"] * 5 + ["Ties"] * 2,
+        "num_correct": [1] * 5 + [1, 2],
+        "results": [*picks, None, None],
+        "id": [f"g{n}" for n in range(5)] + ["ref:1", "tied:1"],
+        "scores": [None] * 5 + [ratings["ref:1"], ratings["tied:1"]],
+    }
+    path = save_to_hub(tmp_path / "judge.json", columns, model="openai/gpt-4o", model_type="Generative RM")
+    scores = RewardBench2().published_scores(path, items)
+    assert [scores[f"g{n}"] for n in range(5)] == [
+        ok(1, 0, 0, 0),
+        ok(0, 1, 0, 0),
+        ok(1, 1, 0, 0),
+        ok(1, 1, 1, 0),
+        ok(1, 1, 1, 1),
+    ]
+    result = RewardBench2().evaluate(items, scores)
+    # The reference: sum(results) / rows.
+    assert result.subsets["Factuality"]["score"] == pytest.approx((1 + 0 + 0.5 + 1 / 3 + 0.25) / 5)
+    # Ties: both prompts accurate (ref: 9 > 5; tied: 8 > 6); tied gap 2 > spread 0 and min(4, 2) > 0;
+    # the margin 2 / 0 is inf in numpy, and tanh(inf - 1) = 1.
+    assert result.subsets["Ties"]["score"] == pytest.approx(0.3 + 0.3 + 0.2 + 0.2 + 0.01 * 1)
+
+
+def test_a_bad_v2_row_is_refused_naming_the_file_the_row_and_the_field(tmp_path):
+    items = [item(item_id, subset, num_correct) for item_id, subset, num_correct, _ in RUN_V2]
+    path = run_v2_file(tmp_path / "rm.json")
+    columns = json.loads(path.read_text())
+    columns["num_correct"][4] = 1
+    save_to_hub(path, columns)
+    with pytest.raises(DataFormatError) as refused:
+        RewardBench2().published_scores(path, items)
+    assert str(refused.value) == (
+        f"{path}, row 4 (item 'tied:1'): field 'num_correct' is 1 here but 2 in the data; are these "
+        "scores for other data?"
+    )
+    columns = json.loads(run_v2_file(path).read_text())
+    columns["subset"][2] = "Precise IF"
+    save_to_hub(path, columns)
+    with pytest.raises(DataFormatError, match=r"row 2 \(item 'x1'\): field 'subset' is 'Precise IF' here"):
+        RewardBench2().published_scores(path, items)
+    columns = json.loads(run_v2_file(path).read_text())
+    columns["scores"][3] = None  # a Ties row with results only
+    save_to_hub(path, columns)
+    with pytest.raises(DataFormatError) as refused:
+        RewardBench2().published_scores(path, items)
+    assert str(refused.value).startswith(
+        f"{path}, row 3 (item 'ref:1'): field 'scores' is missing; a Ties row needs a score per candidate"
+    )
+    columns["scores"][3] = [5, 1, "2", 3]
+    save_to_hub(path, columns)
+    with pytest.raises(
+        DataFormatError, match=r"row 3 \(item 'ref:1'\): field 'scores'\[2\]: expected a finite"
+    ):
+        RewardBench2().published_scores(path, items)
+    columns = json.loads(run_v2_file(path).read_text())
+    columns["scores"][0], columns["results"][0] = None, 0.3
+    save_to_hub(path, columns)
+    with pytest.raises(
+        DataFormatError, match=r"row 0 \(item 'f1'\): no field 'scores', and field 'results' is 0\.3"
+    ):
+        RewardBench2().published_scores(path, items)
+
+
+def test_a_nan_score_earns_nothing_as_in_the_reference(tmp_path):
+    items = [item("f1", "Factuality")]
+    path = save_to_hub(
+        tmp_path / "rm.json",
+        {
+            "id": ["f1"],
+            "subset": ["Factuality"],
+            "num_correct": [1],
+            "scores": [[2.0, float("nan"), 1.0, 0.0]],
+        },
+    )
+    scores = RewardBench2().published_scores(path, items)
+    assert not scores["f1"][1].ok
+    # reroll_and_score_dataset: np.max is NaN, nothing equals it, results 0.
+    result = RewardBench2().evaluate(items, scores)
+    assert result.subsets["Factuality"]["score"] == 0.0
+    assert result.failed == 1

@@ -136,3 +136,76 @@ def test_published_results_read_back_by_domain_and_id(tmp_path):
         DataFormatError, match=r"record 1 \(item 'chat/9'\): field 'score_rejected': expected 3"
     ):
         RMBench().published_scores(path, items)
+
+
+def run_rm_results(tmp_path, scores: dict[str, tuple[list, list]]) -> Path:
+    """THU-KEG/RM-Bench's scripts/run_rm.py output: the data file's records (json.load of
+    --datapath, data/total_dataset.json in run_rm.sh) with score_chosen and score_rejected added,
+    one-element lists unwrapped only when all three are, json.dump'ed with indent=4 to
+    results/Seq_Classifier/<model>/<data file stem>_<model>_REWORD_MODEL_<time>.json."""
+    data = [
+        {
+            "id": number,
+            "prompt": "p",
+            "chosen": ["a", "b", "c"],
+            "rejected": ["d", "e", "f"],
+            "domain": domain,
+        }
+        for domain, number in (key.split("/") for key in scores)
+    ]
+    (tmp_path / "data.json").write_text(json.dumps(data))
+    records = json.loads((tmp_path / "data.json").read_text())
+    for record, (chosen, rejected) in zip(records, scores.values(), strict=True):
+        record["score_chosen"] = (
+            [c[0] for c in chosen] if all(isinstance(c, list) for c in chosen) else chosen
+        )
+        record["score_rejected"] = rejected
+    path = tmp_path / "results" / "Seq_Classifier" / "org" / "rm"
+    path.mkdir(parents=True)
+    path /= "total_dataset_rm_REWORD_MODEL_20241021_101010.json"
+    path.write_text(json.dumps(records, indent=4, ensure_ascii=False))
+    return path
+
+
+def test_run_rm_results_reproduce_compute_accuracy(tmp_path):
+    path = run_rm_results(
+        tmp_path,
+        {
+            # chosen (concise, detailed, markdown), rejected (the same styles)
+            "chat/1": ([[3.0], [2.0], [1.0]], [2.5, 1.5, 0.5]),  # unwrapped: all one-element lists
+            "chat/2": ([1, 1, 1], [1, 0, 2]),
+            "math/7": ([0.5, 0.5, 0.5], [0.0, 1.0, 0.5]),
+        },
+    )
+    items = RMBench().load(tmp_path / "data.json")
+    scores = RMBench().published_scores(path, items)
+    assert scores["chat/2"] == ok(1, 1, 1, 1, 0, 2)
+    result = RMBench().evaluate(items, scores)
+    # compute_accuracy (the README's) on chat: chat/1 wins [1, 1, 1], [0, 1, 1], [0, 0, 1]; chat/2
+    # wins [0, 1, 0] in every row (1 vs 1 is no win); divided by 2 items.
+    chat = [[1 / 2, 2 / 2, 1 / 2], [0 / 2, 2 / 2, 1 / 2], [0 / 2, 1 / 2, 1 / 2]]
+    assert matrix(result, "chat") == chat
+    chat_hard = (chat[0][1] + chat[0][2] + chat[1][2]) / 3
+    assert result.subsets["chat"]["hard"] == pytest.approx(chat_hard)
+    # math/7: every chosen 0.5 beats only the rejected 0.0 (concise): column 0 is 1, the rest 0.
+    assert matrix(result, "math") == [[1, 0, 0], [1, 0, 0], [1, 0, 0]]
+    assert result.metrics["hard"] == pytest.approx((chat_hard + 0) / 2)
+    assert result.metrics["easy"] == pytest.approx(((0 + 0 + 1 / 2) / 3 + (1 + 1 + 0) / 3) / 2)
+
+
+def test_a_nan_score_loses_its_comparisons_and_bad_rows_are_refused(tmp_path):
+    path = run_rm_results(tmp_path, {"code/1": ([float("nan"), 2.0, 2.0], [1.0, 1.0, 1.0])})
+    assert "NaN" in path.read_text()  # json.dump writes a NaN score as NaN
+    items = RMBench().load(tmp_path / "data.json")
+    scores = RMBench().published_scores(path, items)
+    assert not scores["code/1"][0].ok
+    # compute_accuracy: NaN > 1.0 is false, so row 0 is [0, 0, 0]; rows 1 and 2 win everything.
+    assert matrix(RMBench().evaluate(items, scores), "code") == [[0, 0, 0], [1, 1, 1], [1, 1, 1]]
+    records = json.loads(path.read_text())
+    records[0]["score_chosen"][1] = "2.0"
+    path.write_text(json.dumps(records))
+    with pytest.raises(DataFormatError) as refused:
+        RMBench().published_scores(path, items)
+    assert str(refused.value) == (
+        f"{path}, record 0 (item 'code/1'): field 'score_chosen'[1]: expected a finite number, got '2.0'"
+    )

@@ -25,7 +25,7 @@ from rewardlab.rewards.contract import Usage
 
 ray = pytest.importorskip("ray")
 
-from rewardlab.offline.ray_engine import add_ray_arguments, score_rows_ray  # noqa: E402
+from rewardlab.offline.ray_engine import add_ray_arguments, gpus_per_worker, score_rows_ray  # noqa: E402
 from rewardlab.offline.runner import batches  # noqa: E402
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "rollouts.jsonl"
@@ -154,7 +154,8 @@ MIXED_CONFIG = {
 @pytest.fixture(scope="module")
 def local_ray():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    # One GPU declared (none is there): actors that reserve a share get it in their CUDA_VISIBLE_DEVICES.
+    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
 
@@ -354,10 +355,18 @@ def test_a_killed_run_resumes_each_remaining_id_once(tmp_path, local_ray):
 def test_command_line_arguments(tmp_path):
     parser = argparse.ArgumentParser()
     add_ray_arguments(parser)
-    assert vars(parser.parse_args([])) == {"engine": "single", "ray_address": None, "workers": 2}
+    assert vars(parser.parse_args([])) == {
+        "engine": "single", "ray_address": None, "workers": 2, "worker_gpus": None
+    }  # fmt: skip
+    assert parser.parse_args(["--worker-gpus", "0.5"]).worker_gpus == 0.5
     args = parser.parse_args(["--engine", "ray", "--ray-address", "ray://head:10001", "--workers", "8"])
     assert (args.engine, args.ray_address, args.workers) == ("ray", "ray://head:10001", 8)
-    for wrong in (["--workers", "0"], ["--engine", "spark"]):
+    for wrong in (
+        ["--workers", "0"],
+        ["--engine", "spark"],
+        ["--worker-gpus", "-1"],
+        ["--worker-gpus", "inf"],
+    ):
         with pytest.raises(SystemExit):
             parser.parse_args(wrong)
 
@@ -406,3 +415,60 @@ def test_the_score_command_runs_on_ray_with_the_same_records(tmp_path, local_ray
         == 2
     )
     assert "--engine ray: " in capsys.readouterr().err
+
+
+@rewardlab.register("ray_test_gpu_probe")
+class GpuProbeReward(Reward):
+    """Says which GPUs Ray gave the process that scored each batch."""
+
+    def __init__(self, uses_gpu: bool = True):
+        self.uses_gpu = uses_gpu
+
+    async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
+        details = {"gpus": [str(gpu) for gpu in ray.get_gpu_ids()], "pid": os.getpid()}
+        return [Score(1.0, details=details) for _ in samples]
+
+
+def test_gpu_shares():
+    assert gpus_per_worker(0, 4) == 0.0
+    assert gpus_per_worker(8, 2) == 1.0  # one device per worker's model, never two
+    assert gpus_per_worker(1, 4) == 0.25 and gpus_per_worker(3, 2) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("uses_gpu", "worker_gpus", "gets_one"), [(True, None, True), (False, None, False), (True, 0, False)]
+)
+def test_workers_of_a_model_reward_reserve_the_clusters_gpus(
+    tmp_path, local_ray, uses_gpu, worker_gpus, gets_one
+):
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"prompt": f"p{i}", "completion": "c"}) + "\n" for i in range(8)))
+    config = {"type": "ray_test_gpu_probe", "uses_gpu": uses_gpu}
+    options = RunOptions(batch_size=2, progress=False)
+    score_rows_ray(
+        config, open_rows(source), tmp_path / "out.jsonl", options,
+        imports=THIS_MODULE, workers=2, worker_gpus=worker_gpus,
+    )  # fmt: skip
+    details = [record["details"] for record in read_records(tmp_path / "out.jsonl")]
+    # The one declared GPU, shared by the two workers (half each), or none at all.
+    assert {tuple(detail["gpus"]) for detail in details} == ({("0",)} if gets_one else {()})
+
+
+def test_a_reward_model_scores_the_same_on_ray(tmp_path, local_ray, tiny_tokenizer):
+    from tests.reward_models.tiny_models import save_classifier
+
+    save_classifier(tmp_path / "rm", tiny_tokenizer, seed=3)
+    config = {"type": "reward_model", "model": str(tmp_path / "rm")}
+    source = tmp_path / "in.jsonl"
+    rows = [{"id": f"r{i}", "prompt": "Add: 2+" + str(i), "completion": "x" * (i * 3)} for i in range(10)]
+    rows.append({"id": "long", "prompt": "p", "completion": "y" * 200})  # past the model's 64 positions
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    options = RunOptions(batch_size=3, progress=False)
+    single = score_file(rewardlab.build(config), source, tmp_path / "single.jsonl", options=options)
+    score_rows_ray(config, open_rows(source), tmp_path / "ray.jsonl", options, workers=2)
+
+    by_id = {record["id"]: without_timing(record) for record in read_records(tmp_path / "ray.jsonl")}
+    expected = [without_timing(record) for record in read_records(tmp_path / "single.jsonl")]
+    assert [by_id[record["id"]] for record in expected] == expected
+    assert single.statuses == {"ok": 10, "invalid_input": 1}
+    assert len({record["value"] for record in expected if record["status"] == "ok"}) == 10
