@@ -4,6 +4,8 @@ folder that the ``reward_model`` reward loads as it is."""
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +110,36 @@ def add_train_rm_command(commands: argparse._SubParsersAction) -> None:
     train.set_defaults(run=_train_rm)
 
 
+class FeatureProgress:
+    """Head mode's feature pass on stderr, about every ``every_s`` seconds and at its end: done,
+    rate and time left (on a CPU the pass takes hours for thousands of pairs). Rates are
+    measured from the first batch's end, so loading and tokenizing do not count."""
+
+    def __init__(self, every_s: float = 10.0):
+        self.every_s = every_s
+        self.first: tuple[float, int, int] | None = None  # (when, sequences, tokens) at the first batch
+        self.shown = 0.0
+
+    def __call__(self, done: int, total: int, tokens: int) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (now, done, tokens)
+        when, first_done, first_tokens = self.first
+        if done < total and now - self.shown < self.every_s:
+            return
+        self.shown = now
+        line = f"features: {done}/{total} sequences"
+        if now > when and done > first_done:
+            rate = (done - first_done) / (now - when)
+            line += f", {(tokens - first_tokens) / (now - when):.0f} tokens/s"
+            if done < total:
+                left = (total - done) / rate
+                line += f", about {left:.0f} s left" if left < 90 else f", about {left / 60:.0f} min left"
+        print(line, file=sys.stderr, flush=True)
+        if done == total:
+            self.first = None  # the next call starts the next split's pass
+
+
 def _train_rm(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -129,6 +161,7 @@ def _train_rm(args: argparse.Namespace) -> int:
             args.output,
             dev=args.dev,
             on_epoch=lambda epoch: print(epoch.line(), flush=True),
+            on_features=FeatureProgress(),
             **options,
         )
     except FileNotFoundError as error:

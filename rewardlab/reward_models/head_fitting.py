@@ -3,7 +3,8 @@ CPU-practical way to train a reward model (``rewardlab train-rm --mode head``).
 
 With the backbone frozen, the reward of a sequence is ``score(h)``, where ``h`` is the hidden state
 the classifier reads (its last non-padding token). So ``h`` is computed once per sequence, cached
-on disk, and the head is fitted on the cached features in seconds with the Bradley-Terry loss.
+on disk as it is computed (`FeatureStore`), and the head is fitted on the cached features in
+seconds with the Bradley-Terry loss.
 
 The features come from the classifier's own forward pass with its ``score`` layer swapped for the
 identity: the pooled "logits" are then the very hidden states that ``score`` reads, at the
@@ -25,16 +26,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from rewardlab.optional import require
+from rewardlab.sqlite_file import SqliteFile
 
 #: Bump when the features of the same model and sequences would change (how they are computed).
-_FEATURES_VERSION = 1
+_FEATURES_VERSION = 2
 
 
 def pooled_outputs(model: Any, sequences: Sequence[Sequence[int]], *, pad_id: int, batch_size: int) -> Any:
@@ -104,6 +104,41 @@ def model_fingerprint(folder: Path) -> str:
     return digest.hexdigest()
 
 
+class FeatureStore(SqliteFile):
+    """Head mode's feature cache: one row per sequence, keyed by the model (`model_fingerprint`)
+    and the sequence's token ids, its hidden state stored as float32 bytes.
+
+    Per sequence rather than per file, and written batch by batch as the features are computed:
+    a run stopped after hours loses only the batch in progress, a new run on more pairs (or on
+    the dev pairs of another run) computes only the sequences it has not seen, and several runs
+    can share the file (`SqliteFile`: WAL mode)."""
+
+    schema = "CREATE TABLE IF NOT EXISTS features (key TEXT PRIMARY KEY, vector BLOB NOT NULL);"
+
+    def get(self, keys: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        with self._lock:
+            connection = self._connect()
+            for start in range(0, len(keys), 500):  # SQLite's bound on query parameters
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT key, vector FROM features WHERE key IN ({marks})"
+                found.update(connection.execute(query, chunk).fetchall())
+        return found
+
+    def put(self, rows: Sequence[tuple[str, bytes]]) -> None:
+        with self._lock:
+            connection = self._connect()
+            connection.execute("BEGIN")
+            connection.executemany("INSERT OR REPLACE INTO features VALUES (?, ?)", rows)
+            connection.execute("COMMIT")
+
+
+#: Called after each batch of features computed: (sequences done, sequences to compute,
+#: tokens computed so far). Sequences found in the cache are not counted.
+OnFeatures = Callable[[int, int, int], None]
+
+
 def cached_features(
     model: Any,
     sequences: Sequence[Sequence[int]],
@@ -112,28 +147,48 @@ def cached_features(
     pad_id: int,
     batch_size: int,
     cache: Path | None,
+    on_progress: OnFeatures | None = None,
 ) -> Any:
-    """The hidden states the head reads for each sequence (``N x hidden``), from ``cache`` when
-    it holds them for this model (``model_key``) and these very token ids, else computed and
-    saved there. ``cache=None`` computes without saving."""
-    safetensors = require("safetensors.torch", "reward-model training")
-    path = None
-    if cache is not None:
-        digest = hashlib.blake2b(digest_size=20)
-        digest.update(json.dumps([_FEATURES_VERSION, model_key, list(map(list, sequences))]).encode())
-        path = cache / f"{digest.hexdigest()}.safetensors"
-        if path.is_file():
-            return safetensors.load_file(str(path))["features"]
-    with head_removed(model):
-        features = pooled_outputs(model, sequences, pad_id=pad_id, batch_size=batch_size)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Written aside and renamed: a run stopped halfway leaves no truncated cache entry.
-        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".partial")
-        os.close(handle)
-        safetensors.save_file({"features": features.contiguous()}, temporary)
-        os.replace(temporary, path)
-    return features
+    """The hidden states the head reads for each sequence (``N x hidden``), from the
+    `FeatureStore` in ``cache`` where it holds them for this model (``model_key``) and those
+    very token ids, the rest computed (shortest first, in batches of ``batch_size``) and saved
+    there as they come. ``cache=None`` computes without saving."""
+    torch = require("torch", "reward-model training")
+    keys = [_feature_key(model_key, ids) for ids in sequences]
+    store = FeatureStore(cache / "features.sqlite") if cache is not None else None
+    stored = store.get(keys) if store is not None else {}
+    rows: list[Any] = [None] * len(sequences)
+    for index, key in enumerate(keys):
+        if key in stored:
+            rows[index] = torch.frombuffer(bytearray(stored[key]), dtype=torch.float32)
+    missing = sorted(
+        (index for index, row in enumerate(rows) if row is None), key=lambda i: len(sequences[i])
+    )
+    tokens = 0
+    try:
+        with head_removed(model):
+            for start in range(0, len(missing), batch_size):
+                batch = missing[start : start + batch_size]
+                pooled = pooled_outputs(
+                    model, [sequences[i] for i in batch], pad_id=pad_id, batch_size=batch_size
+                )
+                for index, row in zip(batch, pooled, strict=True):
+                    rows[index] = row.contiguous()
+                if store is not None:
+                    store.put([(keys[index], rows[index].numpy().tobytes()) for index in batch])
+                tokens += sum(len(sequences[index]) for index in batch)
+                if on_progress is not None:
+                    on_progress(start + len(batch), len(missing), tokens)
+    finally:
+        if store is not None:
+            store.close()
+    return torch.stack(rows) if rows else torch.zeros(0, 0)
+
+
+def _feature_key(model_key: str, ids: Sequence[int]) -> str:
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(json.dumps([_FEATURES_VERSION, model_key, list(ids)]).encode())
+    return digest.hexdigest()
 
 
 def fit_head(

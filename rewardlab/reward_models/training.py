@@ -44,7 +44,7 @@ from rewardlab.cache_location import cache_dir
 from rewardlab.errors import UsageError
 from rewardlab.optional import require
 from rewardlab.prm.models import has_custom_code, model_folder
-from rewardlab.reward_models.head_fitting import cached_features, fit_head, model_fingerprint
+from rewardlab.reward_models.head_fitting import OnFeatures, cached_features, fit_head, model_fingerprint
 from rewardlab.reward_models.placement import placement
 from rewardlab.reward_models.preferences import PreferencePair, read_preferences
 from rewardlab.reward_models.training_options import EpochMetrics, OnEpoch, TrainingOptions
@@ -94,13 +94,15 @@ def train_reward_model(
     *,
     dev: str | Path | Sequence[PreferencePair] | None = None,
     on_epoch: OnEpoch | None = None,
+    on_features: OnFeatures | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Train a reward model on ``train`` (a preference file, or pairs) and save it to
     ``output_dir``; returns the metrics, also written to ``output_dir/metrics.json``.
 
     ``options`` are `TrainingOptions` fields. ``dev`` (a file or pairs) is scored after every
-    epoch; ``on_epoch`` is called with each epoch's `EpochMetrics`.
+    epoch; ``on_epoch`` is called with each epoch's `EpochMetrics`, and in head mode
+    ``on_features`` after each batch of features computed (`head_fitting.OnFeatures`).
 
     Raises:
         DataFormatError: a preference file or pair that cannot be used (naming file, row, field).
@@ -144,7 +146,17 @@ def train_reward_model(
     report = on_epoch or (lambda epoch: None)
     if settings.mode == "head":
         model = model.to(device)
-        metrics.update(_train_head(model, tokenizer, train_set, dev_set, settings=settings, on_epoch=report))
+        metrics.update(
+            _train_head(
+                model,
+                tokenizer,
+                train_set,
+                dev_set,
+                settings=settings,
+                on_epoch=report,
+                on_features=on_features,
+            )
+        )
     else:
         from rewardlab.reward_models.trl_training import train_with_reward_trainer
 
@@ -173,6 +185,7 @@ def _train_head(
     *,
     settings: TrainingOptions,
     on_epoch: OnEpoch,
+    on_features: OnFeatures | None,
 ) -> dict[str, Any]:
     folder = model_folder(settings.base_model)
     cache = settings.feature_cache or cache_dir() / "reward-model-features"
@@ -182,7 +195,7 @@ def _train_head(
     def features(pairs: TokenizedPairs) -> tuple[Any, Any]:
         found = cached_features(
             model, pairs.sequences, model_key=model_key, pad_id=tokenizer.pad_token_id, batch_size=batch,
-            cache=cache,
+            cache=cache, on_progress=on_features,
         )  # fmt: skip
         return found[: len(pairs.pairs)], found[len(pairs.pairs) :]
 

@@ -6,6 +6,7 @@ accuracies."""
 
 import json
 import math
+import sqlite3
 
 import datasets
 import pyarrow as pa
@@ -85,9 +86,20 @@ def test_a_head_trained_folder_loads_as_reward_model_and_ranks_pairs_as_training
     assert "m['role']" in saved  # the chat template travels with the model
 
 
+def stored_features(tmp_path):
+    with sqlite3.connect(tmp_path / "features" / "features.sqlite") as connection:
+        return connection.execute("SELECT count(*) FROM features").fetchone()[0]
+
+
 def test_head_training_reads_features_from_the_cache_on_a_second_run(prefs, causal_lm, tmp_path, monkeypatch):
-    first = head(prefs, tmp_path / "first", causal_lm, tmp_path, epochs=2)
-    assert len(list((tmp_path / "features").glob("*.safetensors"))) == 1
+    progress = []
+    first = head(
+        prefs, tmp_path / "first", causal_lm, tmp_path, epochs=2, on_features=lambda *a: progress.append(a)
+    )
+    assert stored_features(tmp_path) == 96  # chosen and rejected of 48 pairs, each stored once
+    assert progress[-1][:2] == (96, 96) and [done for done, _, _ in progress] == sorted(
+        {d for d, _, _ in progress}
+    )
 
     def no_forward(*args, **kwargs):
         raise AssertionError("features were computed again")
@@ -97,12 +109,60 @@ def test_head_training_reads_features_from_the_cache_on_a_second_run(prefs, caus
     assert second["final"] == first["final"]
 
 
+def test_a_stopped_feature_pass_keeps_what_it_computed(prefs, causal_lm, tmp_path):
+    class Stop(Exception):
+        pass
+
+    def stop_after_two_batches(done, total, tokens):
+        if done >= 32:
+            raise Stop
+
+    with pytest.raises(Stop):
+        head(
+            prefs,
+            tmp_path / "first",
+            causal_lm,
+            tmp_path,
+            epochs=1,
+            inference_batch_size=16,
+            on_features=stop_after_two_batches,
+        )
+    assert stored_features(tmp_path) == 32
+    progress = []
+    finished = head(
+        prefs, tmp_path / "second", causal_lm, tmp_path, epochs=20, on_features=lambda *a: progress.append(a)
+    )
+    assert progress[-1][:2] == (64, 64)  # only the sequences the first run had not reached
+    whole = head(prefs, tmp_path / "third", causal_lm, tmp_path / "fresh", epochs=20)
+    assert finished["final"] == whole["final"]  # stored features are the features
+
+
 def test_head_training_computes_new_features_for_another_model(prefs, causal_lm, tokenizer, tmp_path):
     head(prefs, tmp_path / "first", causal_lm, tmp_path, epochs=1)
     other = tmp_path / "other-lm"
     save_causal_lm(other, tokenizer, seed=1)
-    head(prefs, tmp_path / "second", other, tmp_path, epochs=1)
-    assert len(list((tmp_path / "features").glob("*.safetensors"))) == 2
+    progress = []
+    head(prefs, tmp_path / "second", other, tmp_path, epochs=1, on_features=lambda *a: progress.append(a))
+    assert stored_features(tmp_path) == 192 and progress[-1][:2] == (96, 96)
+
+
+def test_feature_progress_lines(capsys, monkeypatch):
+    from rewardlab.cli.train_rm import FeatureProgress
+
+    clock = iter([100.0, 110.0, 111.0, 130.0, 200.0])
+    monkeypatch.setattr("rewardlab.cli.train_rm.time.monotonic", lambda: next(clock))
+    progress = FeatureProgress(every_s=10)
+    # 10 sequences in 10 s after the first batch: 20 left take 20 s; the call 1 s later is not shown.
+    for done, tokens in [(10, 1000), (20, 3000), (25, 3500), (40, 6000)]:
+        progress(done, 40, tokens)
+    progress(5, 5, 100)  # the next split's pass starts its own count
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "features: 10/40 sequences",
+        "features: 20/40 sequences, 200 tokens/s, about 20 s left",
+        "features: 40/40 sequences, 167 tokens/s",
+        "features: 5/5 sequences",
+    ]
 
 
 def test_full_mode_trains_through_reward_trainer_and_saves_a_loadable_checkpoint(causal_lm, tmp_path):
