@@ -122,6 +122,17 @@ def has_custom_code(spec: str | Path | LoadedModel) -> bool:
     return config.is_file() and "auto_map" in json.loads(config.read_text(encoding="utf-8"))
 
 
+def custom_auto_classes(spec: str | Path | LoadedModel) -> frozenset[str]:
+    """The transformers auto classes the model's config maps to its own code (the keys of
+    ``auto_map``: ArmoRM maps ``AutoModelForSequenceClassification``, InternLM2-Reward only
+    ``AutoModel``); empty for a model without its own code."""
+    if not has_custom_code(spec):
+        return frozenset()
+    assert not isinstance(spec, LoadedModel)  # has_custom_code is False for one
+    config = json.loads((model_folder(spec) / "config.json").read_text(encoding="utf-8"))
+    return frozenset(config["auto_map"])
+
+
 def load_value_head(spec: str | Path, dtype: str = "float32", device: str = "cpu") -> Any:
     """A value head (``v_head.summary``, as Skywork's PRMs and TRL's value-head models save it)
     from the safetensors files of the model's folder, as a ``torch.nn.Linear``."""

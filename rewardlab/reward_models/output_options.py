@@ -1,6 +1,6 @@
 """The options every reward-model reward shares, in-process or served: which outputs are read
 (``heads``), how they combine (``weights``), and how the value is shaped (``shaping``,
-``calibration``, ``clip``), checked together once."""
+``calibration``, ``group_field``, ``clip``), checked together once."""
 
 from __future__ import annotations
 
@@ -23,11 +23,16 @@ class RewardModelOutputOptions(RewardOptions):
     (a head left out weighs 0). Needed with several heads; with one, its value is the value."""
     shaping: Shaping = "raw"
     """What the value is: the ``raw`` output (right for GRPO: group normalisation removes any
-    offset and scale), its ``sigmoid``, or ``normalized`` by a calibration file (see
+    offset and scale), its ``sigmoid``, ``normalized`` by a calibration file, ``group``: the
+    z-score within the sample's group in the same call, or ``running``: the z-score by the mean
+    and standard deviation of every score this reward has seen in this process (see
     `rewardlab.reward_models.shaping`)."""
     calibration: PathOption | None = None
     """A JSON file ``{"mean": ..., "std": ...}`` of the model's raw scores on reference data;
     needed by ``shaping: normalized`` and read only then."""
+    group_field: str = "group_id"
+    """With ``shaping: group``, the `Sample.fields` key naming a sample's group; samples
+    without it are grouped by prompt."""
     clip: tuple[float, float] | None = None
     """``[lo, hi]``: the value is bounded to it, after shaping."""
 
@@ -52,6 +57,8 @@ class RewardModelOutputOptions(RewardOptions):
                 raise OptionError("calibration", str(error)) from None
         elif self.calibration is not None:
             raise OptionError("calibration", "is read only with shaping: normalized")
+        if self.group_field != "group_id" and self.shaping != "group":
+            raise OptionError("group_field", "is read only with shaping: group")
         if self.clip is not None and not self.clip[0] < self.clip[1]:
             raise OptionError("clip", f"should be [lo, hi] with lo < hi, got {list(self.clip)}")
         return self

@@ -16,17 +16,40 @@ What it follows:
   ``invalid_input`` with the token counts): a cut conversation is a different conversation, and
   TRL's trainer drops such pairs rather than train on them. ``left`` and ``right`` score the cut
   and say so in ``details``.
-- Multi-objective models (ArmoRM, reward-bench's ``rewardbench/models/armorm.py``): several
-  outputs, read as named ``heads`` and combined by ``weights``; a model with its own code
-  (``auto_map`` in its config) runs only with ``trust_remote_code: true``, from its folder, and
-  ``output_field`` names the output it returns them in (ArmoRM's ``rewards`` are its objectives,
-  its ``logits`` the gated score).
+- Multi-objective models: several outputs, read as named ``heads`` and combined by
+  ``weights``. A model with its own code (``auto_map`` in its config) runs only with
+  ``trust_remote_code: true``, from its folder, loaded through the auto class its config maps
+  (``AutoModelForSequenceClassification``, else ``AutoModel``), and ``output_field`` names the
+  output its forward pass returns them in. ArmoRM (RLHFlow/ArmoRM-Llama3-8B-v0.1,
+  ``modeling_custom.py``, ``LlamaForRewardModelWithGating``) returns its 19 objectives as
+  ``rewards``, its gating network's weights over them as ``gating_output``, and the gated
+  preference score - those weights times the objectives after its ``reward_transform_matrix`` -
+  as ``score`` and again as ``logits`` (reward-bench's ``rewardbench/models/armorm.py`` reads
+  ``logits``; its legacy pipeline read ``score``). When the output has a ``gating_output`` of
+  one row per sample, the row is kept in ``details["gating"]``, by objective index.
+- Models that score through a method of their own rather than their forward pass
+  (``score_method``): InternLM2-Reward (internlm/internlm2-7b-reward, ``modeling_internlm2.py``,
+  ``InternLM2ForRewardModel``; its config maps it to ``AutoModel`` only, as XTuner's
+  xtuner/model/reward.py writes the ``auto_map`` of the reward models it saves) takes conversations in
+  ``get_scores(tokenizer, conversations)``, renders each with its chat template, appends its
+  reward token (``[UNUSED_TOKEN_130]``, id 92527: XTuner's docs/en/reward_model/
+  modify_settings.md) and reads its value head at that last token; its forward pass asserts the
+  token is there, so it cannot be read as a plain classifier. Such a method gets each sample's
+  conversation (a text prompt as a user message, a text completion as an assistant message, as
+  everywhere here), a batch at a time under the same lock and ``torch.inference_mode``; it
+  returns one score per conversation: a flat list, as InternLM2's model card
+  (InternLM/InternLM, model_cards/internlm2_reward.md) shows, one-number rows, a tensor of
+  either, or for a batch of one a bare number (what a squeezed tensor of one gives). The
+  batches are formed, and over-long conversations refused, by the token count of the
+  conversation under the tokenizer's chat template (the method's own additions, such as the
+  reward token, come on top); a method cannot be handed a cut conversation, so it is never cut.
 
 Samples are batched by length under ``max_batch_tokens`` (`length_batches`), the model is loaded
 once per process and run under its lock (`model_lock`) in ``torch.inference_mode``, on the GPU
 in bfloat16 when there is one (`placement`). The value is the raw output by default - for GRPO,
-group normalisation removes the model's arbitrary offset and scale - or its sigmoid, or its
-calibrated z-score, optionally clipped (`rewardlab.reward_models.shaping` says when each fits).
+group normalisation removes the model's arbitrary offset and scale - or its sigmoid, its
+calibrated z-score, its z-score within its group in the call or by the running statistics of
+every score seen, optionally clipped (`rewardlab.reward_models.shaping` says when each fits).
 """
 
 from __future__ import annotations
@@ -36,25 +59,33 @@ import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rewardlab.errors import InvalidInput
 from rewardlab.prm.batching import length_batches
-from rewardlab.prm.models import LoadedModel, ModelOption, has_custom_code, load_model, model_lock
+from rewardlab.prm.models import (
+    LoadedModel,
+    ModelOption,
+    custom_auto_classes,
+    has_custom_code,
+    load_model,
+    model_lock,
+)
 from rewardlab.reward_models.output_options import RewardModelOutputOptions
 from rewardlab.reward_models.placement import Dtype, placement
 from rewardlab.reward_models.rendering import (
     Cut,
     Truncation,
+    conversation,
     conversation_ids,
     has_chat_template,
     too_long,
 )
 from rewardlab.reward_models.shaping import Calibration, OutputShaping, Shaping
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
-from rewardlab.rewards.options import takes_options
+from rewardlab.rewards.options import OptionError, takes_options
 
 Render = Literal["auto", "chat_template", "text"]
 
@@ -65,8 +96,9 @@ class SequenceClassifierOptions(RewardModelOutputOptions):
     model: ModelOption
     """The reward model's folder (or a GGUF file): weights, config and tokenizer."""
     output_field: str = "logits"
-    """The output of the model's forward pass read as its scores (``rewards`` for ArmoRM's
-    objectives, from its own code; ``logits`` for every transformers classifier)."""
+    """The output of the model's forward pass read as its scores: ``logits`` for every
+    transformers classifier; from a model's own code, whichever output holds them (ArmoRM:
+    ``score`` or ``logits``, its gated score; ``rewards``, its objectives)."""
     render: Render = "auto"
     """How a sample becomes the model's input: ``chat_template`` (the conversation through the
     tokenizer's chat template; a text prompt is a user message, a text completion an assistant
@@ -88,11 +120,39 @@ class SequenceClassifierOptions(RewardModelOutputOptions):
     trust_remote_code: bool = False
     """Run the model's own code from its folder, when its config names some (``auto_map``);
     refused otherwise."""
+    score_method: str | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    """The name of the model's own batch scoring method, called instead of its forward pass as
+    ``method(tokenizer, conversations)`` with each sample's chat messages, one score per
+    conversation back (InternLM2-Reward: ``get_scores``). Needs ``trust_remote_code: true``;
+    the method renders the conversations itself, so ``render``, ``append_eos``,
+    ``output_field`` and ``heads`` do not apply, and a conversation over ``max_length`` is
+    refused, never cut."""
     device: str | None = None
     """Where the model runs (``cpu``, ``cuda``, ``cuda:1``...); default: the GPU when there is
     one, else the CPU."""
     dtype: Dtype | None = None
     """The model's torch dtype; default: bfloat16 on a GPU, float32 on a CPU."""
+
+    @model_validator(mode="after")
+    def _score_method_consistent(self) -> Self:
+        if self.score_method is None:
+            return self
+        if not self.trust_remote_code:
+            raise OptionError("score_method", "calls the model's own code: set trust_remote_code: true")
+        unread = {
+            "output_field": self.output_field != "logits",
+            "heads": self.heads is not None,
+            "render": self.render != "auto",
+            "append_eos": not self.append_eos,
+        }
+        why = "the model's method renders each conversation and returns one score for it"
+        for option, given in unread.items():
+            if given:
+                raise OptionError(option, f"is not read with score_method: {why}")
+        if self.truncation != "refuse":
+            why = "the model's method takes whole conversations: one too long is refused, never cut"
+            raise OptionError("truncation", f"should be refuse with score_method: {why}")
+        return self
 
 
 @takes_options(SequenceClassifierOptions)
@@ -100,11 +160,14 @@ class SequenceClassifierReward(Reward):
     """A sequence-classification reward model's score of each completion (see the module
     docstring).
 
-    The value is the model's output (or its heads' weighted sum), shaped; ``details`` has the
-    unshaped ``raw`` value, the ``tokens`` read and whether the input was ``truncated``.
+    The value is the model's output (or its heads' weighted sum, or what its ``score_method``
+    returned), shaped; ``details`` has the unshaped ``raw`` value, the ``tokens`` read and
+    whether the input was ``truncated`` (and the ``gating`` weights of a model that returns
+    them; with ``shaping: group`` or ``running``, the statistics the value was shaped by).
 
-    Options: `SequenceClassifierOptions` (the model and its heads, how a sample is rendered and
-    cut, the forward passes' budget, the output's shaping, where the model runs).
+    Options: `SequenceClassifierOptions` (the model and its heads or scoring method, how a
+    sample is rendered and cut, the forward passes' budget, the output's shaping, where the
+    model runs).
 
     Example:
         >>> reward = SequenceClassifierReward(model="path/to/rm")  # doctest: +SKIP
@@ -114,6 +177,7 @@ class SequenceClassifierReward(Reward):
 
     name = "reward_model"
     io_bound = False
+    uses_gpu = True
 
     def __init__(
         self,
@@ -130,8 +194,10 @@ class SequenceClassifierReward(Reward):
         max_padding: float = 0.1,
         shaping: Shaping = "raw",
         calibration: str | Path | None = None,
+        group_field: str = "group_id",
         clip: tuple[float, float] | None = None,
         trust_remote_code: bool = False,
+        score_method: str | None = None,
         device: str | None = None,
         dtype: Dtype | None = None,
         name: str | None = None,
@@ -143,9 +209,12 @@ class SequenceClassifierReward(Reward):
         self.max_length, self.truncation = max_length, truncation
         self.max_batch_tokens, self.max_padding = max_batch_tokens, max_padding
         self.shape = OutputShaping(
-            shaping, Calibration.read(calibration) if calibration is not None else None, clip
+            shaping,
+            Calibration.read(calibration) if calibration is not None else None,
+            clip=clip,
+            group_field=group_field,
         )
-        self.trust_remote_code = trust_remote_code
+        self.trust_remote_code, self.score_method = trust_remote_code, score_method
         self.device, self.dtype = device, dtype
         if name is not None:
             self.name = name
@@ -163,7 +232,11 @@ class SequenceClassifierReward(Reward):
                             f"model {self.model_spec}: its config names its own code (auto_map); "
                             "set trust_remote_code: true to run that code from the model's folder"
                         )
-                    kind = "custom_sequence_classification"
+                    # ArmoRM maps its class to AutoModelForSequenceClassification; InternLM2-Reward
+                    # maps its own to AutoModel only, which the classifier auto class refuses.
+                    classes = custom_auto_classes(self.model_spec)
+                    bare = "AutoModel" in classes and "AutoModelForSequenceClassification" not in classes
+                    kind = "custom" if bare else "custom_sequence_classification"
                 device, dtype = placement(self.device, self.dtype)
                 loaded = load_model(self.model_spec, kind=kind, dtype=dtype, device=device)
                 self._check(loaded)
@@ -172,9 +245,22 @@ class SequenceClassifierReward(Reward):
 
     def _check(self, loaded: LoadedModel) -> None:
         """Refuse a model the options cannot read; give it the pad token its batches need.
-        (The outputs of a model with its own code are checked at its first forward pass.)"""
+        (The outputs of a model with its own code are checked at its first forward pass; its
+        ``score_method``, here, for existing.)"""
         tokenizer, config = loaded.tokenizer, loaded.model.config
         own_code = not type(loaded.model).__module__.startswith("transformers.")
+        if self.score_method is not None:
+            if not callable(getattr(loaded.model, self.score_method, None)):
+                raise ValueError(
+                    f"model {loaded.name}: its class {type(loaded.model).__name__} has no method "
+                    f"{self.score_method!r} (score_method)"
+                )
+            if not has_chat_template(tokenizer):
+                raise ValueError(
+                    f"model {loaded.name}: score_method hands the model chat messages, rendered by "
+                    "the tokenizer's chat template, and its tokenizer has none"
+                )
+            return
         if self.render == "chat_template" and not has_chat_template(tokenizer):
             raise ValueError(
                 f"model {loaded.name}: render: chat_template, but its tokenizer has no chat template"
@@ -204,6 +290,11 @@ class SequenceClassifierReward(Reward):
 
     def _score_all(self, samples: Sequence[Sample]) -> list[Score]:
         loaded = self.loaded()
+        scores = self._by_method(loaded, samples) if self.score_method else self._by_forward(loaded, samples)
+        return self.shape.shape_scores(samples, scores)
+
+    def _by_forward(self, loaded: LoadedModel, samples: Sequence[Sample]) -> list[Score]:
+        """Unshaped scores from the model's forward pass at each conversation's last token."""
         tokenizer = loaded.tokenizer
         chat_template = self.render == "chat_template" or (
             self.render == "auto" and has_chat_template(tokenizer)
@@ -244,14 +335,55 @@ class SequenceClassifierReward(Reward):
             try:
                 out = self._forward(loaded, [sequences[index] for index in batch])
             except Exception as error:  # noqa: BLE001 - a model failure (memory, device) fails its batch only
-                for index in batch:
-                    who = samples[index].label(index)
-                    reason = f"{who}: the reward model failed: {type(error).__name__}: {error}"
-                    scores[index] = Score.failure(Status.ERROR, reason)
+                _fail_batch(samples, batch, error, scores)
                 continue
             rows = self._outputs(loaded.name, out).tolist()
-            for index, row in zip(batch, rows, strict=True):
-                scores[index] = self._score(samples[index].label(index), row, cuts[index])
+            gates = _gating(out, len(batch))
+            for position, (index, row) in enumerate(zip(batch, rows, strict=True)):
+                gating = None if gates is None else gates[position]
+                scores[index] = self._score(samples[index].label(index), row, cuts[index], gating)
+        return [score for score in scores if score is not None]
+
+    def _by_method(self, loaded: LoadedModel, samples: Sequence[Sample]) -> list[Score]:
+        """Unshaped scores from the model's own ``score_method``, handed each sample's
+        conversation a batch at a time (see the module docstring)."""
+        import torch
+
+        assert self.score_method is not None
+        model, tokenizer = loaded.model, loaded.tokenizer
+        method = getattr(model, self.score_method)
+        limit = self.max_length or getattr(model.config, "max_position_embeddings", None)
+        scores: list[Score | None] = [None] * len(samples)
+        conversations: dict[int, list[dict[str, Any]]] = {}
+        lengths: dict[int, int] = {}
+        for index, sample in enumerate(samples):
+            who = sample.label(index)
+            try:
+                prompt, completion = conversation(sample)
+                tokens = len(conversation_ids(sample, tokenizer, chat_template=True, append_eos=False))
+            except InvalidInput as error:
+                scores[index] = Score.failure(Status.INVALID_INPUT, f"{who}: {error}")
+                continue
+            if limit is not None and tokens > limit:
+                reason = (
+                    f"{who}: prompt and completion: {tokens} tokens, more than the {limit} the model "
+                    f"reads ({self.score_method} takes whole conversations: none is cut)"
+                )
+                details = {"tokens": tokens, "max_length": limit}
+                scores[index] = Score.failure(Status.INVALID_INPUT, reason, details=details)
+                continue
+            conversations[index], lengths[index] = [*prompt, *completion], tokens
+        for batch in length_batches(lengths, self.max_batch_tokens, self.max_padding):
+            try:
+                with model_lock(model), torch.inference_mode():
+                    returned = method(tokenizer, [conversations[index] for index in batch])
+            except Exception as error:  # noqa: BLE001 - a model failure (memory, device) fails its batch only
+                _fail_batch(samples, batch, error, scores)
+                continue
+            values = _method_scores(loaded.name, self.score_method, returned, len(batch))
+            for index, value in zip(batch, values, strict=True):
+                cut = Cut(lengths[index], lengths[index], self.truncation)
+                scores[index] = self._score(samples[index].label(index), [value], cut, None)
         return [score for score in scores if score is not None]
 
     def _forward(self, loaded: LoadedModel, rows: list[list[int]]) -> Any:
@@ -285,7 +417,8 @@ class SequenceClassifierReward(Reward):
         self._check_outputs(model_name, values.shape[1])
         return values.float().cpu()
 
-    def _score(self, who: str, row: list[float], cut: Cut) -> Score:
+    def _score(self, who: str, row: list[float], cut: Cut, gating: list[float] | None) -> Score:
+        """The unshaped score of one sample's outputs (shaped with the whole call's scores)."""
         if not all(math.isfinite(value) for value in row):
             return Score.failure(Status.ERROR, f"{who}: the reward model's output is not finite: {row}")
         breakdown: dict[str, float] = {}
@@ -298,10 +431,12 @@ class SequenceClassifierReward(Reward):
             else:
                 raw = math.fsum(weight * breakdown[name] for name, weight in self.weights.items())
         details: dict[str, Any] = {"raw": raw, "tokens": cut.read, **cut.details()}
+        if gating is not None:
+            details["gating"] = gating
         reason = None
         if cut.truncated:
             reason = f"truncated ({cut.side}): read {cut.read} of {cut.total} tokens"
-        return Score(self.shape(raw), breakdown=breakdown, reason=reason, details=details)
+        return Score(raw, breakdown=breakdown, reason=reason, details=details)
 
     def __getstate__(self) -> dict[str, Any]:
         # A model named by path reloads in the receiving process; one given in memory travels.
@@ -310,6 +445,50 @@ class SequenceClassifierReward(Reward):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+
+
+def _fail_batch(
+    samples: Sequence[Sample], batch: Sequence[int], error: Exception, scores: list[Score | None]
+) -> None:
+    """Fail the samples of a batch the model could not score, each with the error."""
+    for index in batch:
+        reason = f"{samples[index].label(index)}: the reward model failed: {type(error).__name__}: {error}"
+        scores[index] = Score.failure(Status.ERROR, reason)
+
+
+def _gating(out: Any, size: int) -> list[list[float]] | None:
+    """Each sample's gating weights, when the model's output has them as one row per sample
+    (ArmoRM's ``gating_output``)."""
+    import torch
+
+    gating = getattr(out, "gating_output", None)
+    if not isinstance(gating, torch.Tensor) or gating.dim() != 2 or gating.shape[0] != size:
+        return None
+    rows: list[list[float]] = gating.float().cpu().tolist()
+    return rows
+
+
+def _method_scores(model_name: str, method: str, returned: Any, size: int) -> list[float]:
+    """The scores a model's own scoring method returned for ``size`` conversations: a tensor or
+    a list of one number (or one-number row) each, or one bare number for one conversation; a
+    `ValueError` for anything else (the option names a method that does not score)."""
+    values = returned.tolist() if hasattr(returned, "tolist") else returned
+    if _is_number(values):
+        values = [values]
+    if isinstance(values, list | tuple):
+        flat = [
+            value[0] if isinstance(value, list | tuple) and len(value) == 1 else value for value in values
+        ]
+        if len(flat) == size and all(_is_number(value) for value in flat):
+            return [float(value) for value in flat]
+    raise ValueError(
+        f"model {model_name}: {method} returned {returned!r:.200} for {size} conversations, "
+        "not one score each"
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _pad_id(tokenizer: Any) -> int | None:

@@ -131,7 +131,8 @@ class ServedRewardModel(Reward):
 
     The value is the model's output (or its heads' weighted sum), shaped; ``details`` has the
     unshaped ``raw`` value and the request's ``attempts`` (and ``last_token_of``, the token count,
-    when the server answered one row per token and the last was read).
+    when the server answered one row per token and the last was read; with ``shaping: group`` or
+    ``running``, the statistics the value was shaped by).
 
     Options: `ServedRewardModelOptions` (the server and its protocol, how a sample is rendered,
     the heads, the output's shaping, the requests' size and retries).
@@ -158,6 +159,7 @@ class ServedRewardModel(Reward):
         weights: dict[str, float] | None = None,
         shaping: Shaping = "raw",
         calibration: str | Path | None = None,
+        group_field: str = "group_id",
         clip: tuple[float, float] | None = None,
         batch_size: int = 32,
         timeout_s: float = 60.0,
@@ -175,7 +177,10 @@ class ServedRewardModel(Reward):
         self.tokenizer_spec, self.append_eos = tokenizer, append_eos
         self.heads, self.weights = heads, weights
         self.shape = OutputShaping(
-            shaping, Calibration.read(calibration) if calibration is not None else None, clip
+            shaping,
+            Calibration.read(calibration) if calibration is not None else None,
+            clip=clip,
+            group_field=group_field,
         )
         self.batch_size = batch_size
         backend = PoolingBackend(
@@ -211,7 +216,7 @@ class ServedRewardModel(Reward):
         for request_scores in answered:
             for index, score in request_scores:
                 scores[index] = score
-        return [score for score in scores if score is not None]
+        return self.shape.shape_scores(samples, [score for score in scores if score is not None])
 
     def _inputs(
         self, samples: Sequence[Sample], scores: list[Score | None]
@@ -299,7 +304,7 @@ class ServedRewardModel(Reward):
         details: dict[str, Any] = {"raw": raw, "attempts": outcome.attempts}
         if pooled.last_token_of is not None:
             details["last_token_of"] = pooled.last_token_of
-        return Score(self.shape(raw), breakdown=breakdown, usage=usage, details=details)
+        return Score(raw, breakdown=breakdown, usage=usage, details=details)  # shaped in ascore
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_tokenizer": None, "_lock": None}

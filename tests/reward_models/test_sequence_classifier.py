@@ -222,7 +222,7 @@ def test_output_shaping_on_exact_numbers():
     ("options", "path", "message"),
     [
         ({"truncation": "middle"}, "truncation", "Input should be 'refuse', 'left' or 'right'"),
-        ({"shaping": "tanh"}, "shaping", "Input should be 'raw', 'sigmoid' or 'normalized'"),
+        ({"shaping": "tanh"}, "shaping", "Input should be 'raw', 'sigmoid', 'normalized', 'group' or"),
         ({"shaping": "normalized"}, "calibration", "shaping: normalized needs a file"),
         ({"calibration": "c.json"}, "calibration", "is read only with shaping: normalized"),
         ({"heads": {"a": 0, "b": 1}}, "weights", "several heads need weights"),
