@@ -174,3 +174,32 @@ def test_the_example_pairs_load_as_preference_pairs_with_dev_held_out():
         rows[split] = [json.loads(line) for line in path.read_text().splitlines()]
     assert not {r["id"] for r in rows["train"]} & {r["id"] for r in rows["dev"]}
     assert all(r["source"].startswith("anthropics/hh-rlhf@") for r in rows["train"] + rows["dev"])
+
+
+def test_the_baseline_comparison_measures_every_row_on_train_rms_dev_pairs(
+    trained, tmp_path, monkeypatch, capsys
+):
+    """``examples/compare_rm_baselines.py`` on the trained folder, with a rule reward standing in
+    for the judge (the embedded judge is the default; any config can take its place)."""
+    config, metrics, dev_rows = trained
+    judge = tmp_path / "judge.yaml"
+    judge.write_text("type: length\nmode: below_max\nmax_length: 10\nunit: chars\n")
+    out = tmp_path / "baselines.json"
+    dev = write_jsonl(tmp_path / "dev.jsonl", dev_rows)
+    arguments = [str(dev), "--rm", str(config.parent / "rm"), "--judge-config", str(judge), "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", ["compare_rm_baselines.py", *arguments])
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import compare_rm_baselines
+
+    compare_rm_baselines.main()
+    rows = json.loads(out.read_text())["rows"]
+    trained_row = rows["trained model, through reward_model"]
+    # Scored again through the reward, the trained model agrees with train-rm's own record.
+    assert trained_row["accuracy"] == metrics["final"]["dev"]["accuracy"]
+    assert trained_row["unscored_answers"] == 0
+    chosen = [len(row["chosen"]) for row in dev_rows]
+    rejected = [len(row["rejected"]) for row in dev_rows]
+    longer = rows["longer answer wins"]
+    assert longer["accuracy"] == sum(c > r for c, r in zip(chosen, rejected, strict=True)) / len(dev_rows)
+    assert longer["chosen_shorter"]["accuracy"] == 0.0
+    assert f"{len(dev_rows)} dev pairs within" in capsys.readouterr().out
