@@ -53,6 +53,8 @@ CASES: dict[str, tuple[dict[str, Any], Sample | None]] = {
         {"by": "task", "routes": {"math": {"type": "math_answer"}}},
         dataclasses.replace(MATH, fields={"task": "math"}),
     ),
+    "ensemble": ({"members": {"exact": {"type": "string_match"}, "math": {"type": "math_answer"}}}, MATH),
+    "length_controlled": ({"reward": {"type": "math_answer"}, "fit": "batch"}, MATH),
     "pointwise_judge": ({"scale": [1, 5]}, CHAT),
     "pairwise_judge": ({}, CHAT),
     "listwise_judge": ({}, CHAT),

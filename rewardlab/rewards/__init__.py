@@ -5,6 +5,8 @@
 - Composition and configuration: `Combine`, `Route` (`combine`); `build`, `register`,
   `available` (`registry`); each reward's options model, `options_model` and `options_schema`
   (`options`).
+- Defenses against reward hacking: `EnsembleReward` (`ensemble`), `LengthControlledReward` and
+  `fit_length_calibration` (`length_controlled`).
 - Rule verifiers: `MathAnswerReward` (`math`), `CodeExecutionReward` (`code`), format, regex and
   string checks (`format`), `JsonSchemaReward`, `InstructionFollowingReward`, length and
   repetition shaping (`shaping`).
@@ -25,6 +27,9 @@ _EXPORTS = {
     "RuleReward": "rewardlab.rewards.rule",
     "Combine": "rewardlab.rewards.combine",
     "Route": "rewardlab.rewards.combine",
+    "EnsembleReward": "rewardlab.rewards.ensemble",
+    "LengthControlledReward": "rewardlab.rewards.length_controlled",
+    "fit_length_calibration": "rewardlab.rewards.length_controlled",
     "build": "rewardlab.rewards.registry",
     "register": "rewardlab.rewards.registry",
     "available": "rewardlab.rewards.registry",

@@ -31,6 +31,8 @@ from rewardlab.rewards.contract import Reward
 BUILTIN_REWARDS: dict[str, str] = {
     "combine": "rewardlab.rewards.combine:Combine",
     "route": "rewardlab.rewards.combine:Route",
+    "ensemble": "rewardlab.rewards.ensemble:EnsembleReward",
+    "length_controlled": "rewardlab.rewards.length_controlled:LengthControlledReward",
     "math_answer": "rewardlab.rewards.math.reward:MathAnswerReward",
     "think_answer_format": "rewardlab.rewards.format:ThinkAnswerFormatReward",
     "regex_match": "rewardlab.rewards.format:RegexMatchReward",

@@ -30,6 +30,8 @@ CONFIGS = {
         "routes": {"x": {"type": "repetition_penalty"}},
         "default": {"type": "regex_match", "pattern": "b"},
     },
+    "ensemble": {"members": {"a": {"type": "string_match"}, "b": {"type": "regex_match", "pattern": "2"}}},
+    "length_controlled": {"reward": {"type": "repetition_penalty"}, "fit": "batch"},
     # Judges on the embedded model, in process; no cache, so every call reaches the model.
     "pointwise_judge": {"scale": [1, 5], "client": {"cache": None}},
     "pairwise_judge": {"client": {"cache": None}},
