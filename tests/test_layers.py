@@ -17,6 +17,7 @@ LAYERS = [
         "cache_location",
         "sockets",
         "sqlite_file",
+        "json_file",
         "arguments",
         "request_body",
         "lazy_exports",
@@ -27,7 +28,7 @@ LAYERS = [
     {"rubrics", "prm"},
     {"reward_models"},
     {"offline", "testing"},
-    {"benchmarks", "integrations"},
+    {"benchmarks", "probe", "integrations"},
     {"serving"},
     {"cli"},
 ]

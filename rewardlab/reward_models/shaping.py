@@ -49,7 +49,6 @@ value) passes through unchanged and never enters a group's or the running statis
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections import defaultdict
@@ -58,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from rewardlab.json_file import finite_number, read_json_object
 from rewardlab.rewards.contract import Sample, Score
 
 Shaping = Literal["raw", "sigmoid", "normalized", "group", "running"]
@@ -79,20 +79,8 @@ class Calibration:
     def read(cls, path: str | Path) -> Calibration:
         """The calibration in a JSON file ``{"mean": ..., "std": ...}``; a `ValueError` saying
         what is wrong with it otherwise."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as error:
-            raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path} is not JSON: {error}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f'{path} should hold {{"mean": ..., "std": ...}}')
-        values = {}
-        for key in ("mean", "std"):
-            value = data.get(key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise ValueError(f"{path}: {key!r} should be a finite number, got {value!r}")
-            values[key] = float(value)
+        data = read_json_object(path, '{"mean": ..., "std": ...}')
+        values = {key: finite_number(data, key, path) for key in ("mean", "std")}
         if values["std"] <= 0:
             raise ValueError(f"{path}: 'std' should be greater than 0, got {values['std']}")
         return cls(values["mean"], values["std"])

@@ -20,16 +20,6 @@ def _prefixed(name: str, breakdown: Mapping[str, float]) -> dict[str, float]:
     return {f"{name}/{key}": value for key, value in breakdown.items()}
 
 
-def _total_usage(scores: Sequence[Score]) -> Usage | None:
-    usages = [score.usage for score in scores if score.usage is not None]
-    if not usages:
-        return None
-    total = usages[0]
-    for usage in usages[1:]:
-        total = total + usage
-    return total
-
-
 async def scores_or_failures(reward: Reward, samples: Sequence[Sample]) -> list[Score]:
     """``reward.ascore(samples)``; if the reward raises (a bug), every sample gets status ``error``
     instead of the exception reaching the other components and the trainer."""
@@ -156,7 +146,7 @@ class Combine(Reward):
                 breakdown.update(_prefixed(name, score.breakdown))
             if score.details:
                 details[name] = score.details
-        usage = _total_usage([*parts.values(), *([gate] if gate else [])])
+        usage = Usage.total([*parts.values(), *([gate] if gate else [])])
         reason = "; ".join(reasons) or None
 
         failed = {n: s for n, s in parts.items() if s.status not in (Status.OK, Status.NOT_APPLICABLE)}

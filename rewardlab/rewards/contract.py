@@ -76,6 +76,18 @@ class Usage:
             self.cached_calls + other.cached_calls,
         )
 
+    @staticmethod
+    def total(scores: Sequence[Score]) -> Usage | None:
+        """What the scores' model calls used together (a composite's usage); None when none
+        reports any."""
+        usages = [score.usage for score in scores if score.usage is not None]
+        if not usages:
+            return None
+        total = usages[0]
+        for usage in usages[1:]:
+            total = total + usage
+        return total
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "prompt_tokens": self.prompt_tokens,

@@ -283,7 +283,7 @@ class EnsembleReward(Reward):
         member_details = {name: score.details for name, score in scores.items() if score.details}
         if member_details:
             details["member_details"] = member_details
-        usage = _total_usage(list(scores.values()))
+        usage = Usage.total(list(scores.values()))
         reasons = [f"{name}: {score.reason}" for name, score in scores.items() if score.reason]
 
         if outcome.failed and self.on_member_failure == "fail":
@@ -353,13 +353,3 @@ def _mean_and_std(values: Sequence[float]) -> tuple[float, float]:
     """The mean and the population standard deviation (divided by n, as UWO's variance is)."""
     mean = math.fsum(values) / len(values)
     return mean, math.sqrt(math.fsum((value - mean) ** 2 for value in values) / len(values))
-
-
-def _total_usage(scores: Sequence[Score]) -> Usage | None:
-    usages = [score.usage for score in scores if score.usage is not None]
-    if not usages:
-        return None
-    total = usages[0]
-    for usage in usages[1:]:
-        total = total + usage
-    return total

@@ -61,6 +61,7 @@ from pydantic import Field, InstanceOf, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from rewardlab.errors import InvalidInput
+from rewardlab.json_file import finite_number, read_json_object
 from rewardlab.rewards.combine import scores_or_failures
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.rewards.options import OptionError, PathOption, RewardSpec, takes_options
@@ -180,24 +181,13 @@ class LengthCalibration:
     def read(cls, path: str | Path) -> LengthCalibration:
         """The calibration in a JSON file `write` wrote; a `ValueError` naming the file and the key
         that is wrong otherwise."""
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as error:
-            raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path} is not JSON: {error}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path} should hold a JSON object, as LengthCalibration.write writes")
+        data = read_json_object(path, "a JSON object, as LengthCalibration.write writes")
         choices = {"unit": get_args(LengthUnit), "feature": get_args(LengthFeature)}
         for key, accepted in choices.items():
             if data.get(key) not in accepted:
                 raise ValueError(f"{path}: {key!r} should be one of {list(accepted)}, got {data.get(key)!r}")
-        numbers = {}
-        for key in ("slope", "intercept", "feature_mean", "length_mean", "length_std"):
-            value = data.get(key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise ValueError(f"{path}: {key!r} should be a finite number, got {value!r}")
-            numbers[key] = float(value)
+        keys = ("slope", "intercept", "feature_mean", "length_mean", "length_std")
+        numbers = {key: finite_number(data, key, path) for key in keys}
         if numbers["length_std"] <= 0:
             raise ValueError(f"{path}: 'length_std' should be greater than 0, got {numbers['length_std']}")
         count = data.get("count")
