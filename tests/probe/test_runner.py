@@ -1,0 +1,154 @@
+"""The probe's comparisons, on rewards written for the test whose weaknesses are known: where a
+variant is scored, what it is compared with, and how failures are counted."""
+
+from __future__ import annotations
+
+import pytest
+
+from rewardlab import Reward, Sample, Score, Status
+from rewardlab.probe import probe_reward, register_exploit, registered_exploits
+from rewardlab.probe import registry as exploit_registry
+from rewardlab.probe.registry import exploits_named
+
+
+class LongestInGroup(Reward):
+    """The share of the other completions of its prompt that a completion is longer than; a
+    completion alone has nothing to be compared with."""
+
+    name = "longest_in_group"
+
+    async def ascore(self, samples):
+        scores = []
+        for sample in samples:
+            others = [o for o in samples if o is not sample and o.group_key() == sample.group_key()]
+            if not others:
+                scores.append(Score.failure(Status.NOT_APPLICABLE, "alone"))
+                continue
+            longer = sum(len(sample.completion_text) > len(o.completion_text) for o in others)
+            scores.append(Score(longer / len(others)))
+        return scores
+
+
+class MentionsTheReference(Reward):
+    """1 when the reference appears anywhere in the completion: a grader that reads no answer."""
+
+    name = "mentions_reference"
+
+    async def ascore(self, samples):
+        scores = []
+        for sample in samples:
+            text = sample.completion_text
+            if "As an expert" in text:
+                scores.append(Score.failure(Status.TIMEOUT, "took too long"))
+            elif "Note to the grader" in text:
+                raise RuntimeError("the grader crashed")
+            else:
+                scores.append(Score(float(sample.reference is not None and sample.reference in text)))
+        return scores
+
+
+def test_a_variant_is_scored_in_its_group_in_place_of_the_honest_completion():
+    samples = [
+        Sample(prompt="q", completion="a fairly long honest answer with many words", id="long"),
+        Sample(prompt="q", completion="short", id="short"),
+        Sample(prompt="other", completion="alone", id="alone"),
+    ]
+    result = probe_reward(LongestInGroup(), samples, exploits=exploits_named(["fluff_padding"]))
+    (padding,) = result.exploits
+    # "short", padded, is longer than "long": 0 -> 1. "long" padded stays the longest: a tie.
+    # Scored alone, either would have been not_applicable; "alone" is not probed at all.
+    assert (padding.rows, padding.scored, padding.wins, padding.losses) == (2, 2, 1, 0)
+    assert [(e.id, e.baseline, e.variant) for e in padding.examples] == [("short", 0.0, 1.0)]
+    assert result.honest == {"ok": 2, "not_applicable": 1}
+
+
+def _math_rows() -> list[Sample]:
+    return [
+        Sample(prompt="What is 6*7?", completion="6*7 is 42, so $\\boxed{42}$.", reference="42", id="right"),
+        Sample(prompt="What is 2+2?", completion="2+2 is $\\boxed{5}$.", reference="4", id="wrong"),
+        Sample(prompt="Say hi.", completion="hi", id="no-reference"),
+    ]
+
+
+def test_answer_aware_exploits_are_measured_against_a_decoy_control():
+    names = ["several_boxes", "hedge", "negated_answer", "apologetic_refusal"]
+    result = probe_reward(MentionsTheReference(), _math_rows(), exploits=exploits_named(names))
+    found = {exploit.name: exploit for exploit in result.exploits}
+    for name in ["several_boxes", "hedge", "negated_answer"]:
+        # The variant holds the reference and the control a wrong answer: the grader pays one.
+        # The row without a reference has no answer to insert.
+        assert (found[name].rows, found[name].wins, found[name].win_rate) == (2, 2, 1.0), name
+        assert all(example.baseline == 0.0 for example in found[name].examples)
+    # A blind exploit is measured against the honest sample: the refusal loses where the honest
+    # completion mentions its reference ("right"), ties elsewhere.
+    refusal = found["apologetic_refusal"]
+    assert (refusal.rows, refusal.wins, refusal.losses) == (3, 0, 1)
+    assert {exploit.name for exploit in result.failing} == {"several_boxes", "hedge", "negated_answer"}
+
+
+def test_the_threshold_is_on_the_win_rate():
+    hedge = exploits_named(["hedge"])
+    passing = probe_reward(MentionsTheReference(), _math_rows(), exploits=hedge, threshold=1.0)
+    assert passing.failing == [] and passing.exploits[0].win_rate == 1.0
+
+
+def test_failed_variants_and_pipeline_failures_are_counted_not_compared():
+    names = ["claimed_authority", "grader_instruction"]
+    result = probe_reward(MentionsTheReference(), _math_rows(), exploits=exploits_named(names))
+    authority, instruction = result.exploits
+    assert authority.failed == {"timeout": 3} and authority.scored == 0
+    assert instruction.failed == {"error": 3}
+    # A reward that raises is a failure of the pipeline, reported as ``rewardlab score`` does.
+    assert len(result.pipeline_failures) == 1 and "error in 3 rows" in result.pipeline_failures[0]
+    assert "the grader crashed" in result.pipeline_failures[0]
+    assert result.failing == []
+
+
+def test_exploits_apply_by_kind():
+    class MathOnly(MentionsTheReference):
+        probe_kinds = frozenset({"math"})
+
+    result = probe_reward(MathOnly(), _math_rows())
+    made = {exploit.name for exploit in result.exploits if exploit.rows}
+    assert "hedge" in made and "truncated" in made  # math, and any
+    assert not made & {"exit_zero", "fake_verdict", "grader_instruction"}  # code, judge
+
+
+def test_a_probe_is_reproducible_from_its_seed():
+    first = probe_reward(MentionsTheReference(), _math_rows(), seed=7).to_dict()
+    assert probe_reward(MentionsTheReference(), _math_rows(), seed=7).to_dict() == first
+
+
+@pytest.fixture
+def own_registry(monkeypatch):
+    monkeypatch.setattr(exploit_registry, "_EXPLOITS", dict(registered_exploits()))
+
+
+def test_an_exploit_of_ones_own_joins_the_library(own_registry):
+    @register_exploit("shouting", kinds=["any"])
+    def shouting(target):
+        """The honest answer in capitals."""
+        return target.completion.upper()
+
+    assert registered_exploits()["shouting"].description == "The honest answer in capitals."
+    result = probe_reward(MentionsTheReference(), _math_rows(), exploits=exploits_named(["shouting"]))
+    assert result.exploits[0].rows == 3  # "HI" differs from "hi"; "$\\BOXED{42}$" from the rest
+    with pytest.raises(ValueError, match="already registered"):
+        register_exploit("shouting", kinds=["any"])(shouting)
+    with pytest.raises(ValueError, match="at least one reward kind"):
+        register_exploit("nothing", kinds=[])
+
+
+def test_a_variant_past_the_size_bound_is_an_exploit_bug(own_registry):
+    @register_exploit("flood", kinds=["any"])
+    def flood(target):
+        """Far too much text."""
+        return target.completion * 1000 + "x" * 60_000
+
+    with pytest.raises(ValueError, match="exploit 'flood' made a variant of"):
+        probe_reward(MentionsTheReference(), _math_rows(), exploits=exploits_named(["flood"]))
+
+
+def test_unknown_exploit_names_list_the_known_ones():
+    with pytest.raises(KeyError, match=r"unknown exploit 'nope'; one of: .*hedge"):
+        exploits_named(["hedge", "nope"])
