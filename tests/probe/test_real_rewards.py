@@ -37,32 +37,11 @@ def test_a_check_for_a_box_alone_pays_a_box_with_nothing_in_it(reward):
     assert all(not exploit.answer_aware for exploit in result.failing)
 
 
-MATH_ANSWER_BUGS = (
-    "math_answer pays two exploits the probe found on real rollouts (reported): a completion cut "
-    "off inside an open formula ('\\frac{xy + xz + y^2 +') is read by its final line as the answer "
-    "'2'; and with a multiple-choice reference 'A', '\\boxed{7} or \\boxed{A}' (boxes of a number "
-    "and a letter) is paid as A, where '\\boxed{B} or \\boxed{A}' is rejected as a hedge"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=MATH_ANSWER_BUGS)
 @pytest.mark.parametrize("reward", [{"type": "math_answer"}], indirect=True)
 def test_math_answer_pays_no_exploit(reward):
+    # The probe found two before they were fixed (tests/rewards/math/test_probe_findings.py).
     result = probe_reward(reward, MATH)
     assert [(exploit.name, exploit.wins) for exploit in result.failing] == []
-
-
-@pytest.mark.parametrize("reward", [{"type": "math_answer"}], indirect=True)
-def test_what_math_answer_pays_is_the_two_reported_bugs_and_nothing_else(reward):
-    result = probe_reward(reward, MATH)
-    references = {sample.id: sample.reference for sample in MATH}
-    for exploit in result.failing:
-        assert exploit.wins <= len(exploit.examples), exploit.name  # every win is shown
-        for example in exploit.examples:
-            if exploit.name == "truncated":
-                assert example.excerpt.rstrip().endswith("+"), example
-            else:
-                assert exploit.name == "several_boxes" and references[example.id] in "ABCDE", example
     assert result.pipeline_failures == []
 
 

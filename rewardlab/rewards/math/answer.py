@@ -200,7 +200,19 @@ def _choice(text: str) -> Choice | Hedged | None:
         letters and _ANOTHER_CHOICE.search(text, letters[0].end())
     ):
         return Hedged(text)
+    if letters and _listed_beside_a_value(text):
+        return Hedged(text)
     return Choice(letters[0].group(1)) if letters else None
+
+
+def _listed_beside_a_value(text: str) -> bool:
+    """An option listed with values that are not it: "7, A" (the contents of two boxes, ``\\boxed{7}
+    or \\boxed{A}``), "3528, 272, A" - every value offered at once, among them the letter. Only
+    a list whose items include the lone letter counts: "(A) 7" and "42, which is option B" name
+    one option with its value."""
+    parts = [part.strip() for part in split_top_level(text, ",")]
+    lone = [_LONE_LETTER.fullmatch(part) for part in parts]
+    return len(parts) > 1 and any(lone) and not all(lone)
 
 
 def _states_several(text: str) -> bool:

@@ -380,6 +380,20 @@ def _is_prose(text: str) -> bool:
     return not re.search(r"[\d\\$=^]", text) and len(re.findall(r"[A-Za-z]{3,}", text)) >= 2
 
 
+# Braces that are not escaped (``\{`` is a literal brace, for sets).
+_OPEN_BRACE = re.compile(r"(?<!\\)\{")
+_CLOSE_BRACE = re.compile(r"(?<!\\)\}")
+# "\[" opening a display; not the "\\[4pt]" of a line break with spacing.
+_DISPLAY_OPEN = re.compile(r"(?<!\\)\\\[")
+# A line ending where it cannot end: an operator, an opening bracket, a comma, a command that
+# takes an argument, or a word that needs what follows ("the", "of", "if"; not "a", a variable).
+_DANGLING_END = re.compile(
+    r"(?:[-+*/=^_,(\[{]|\\(?:cdot|times|div|frac|dfrac|sqrt|left|pm))\s*$"
+    r"|\b(?:the|an|of|to|and|or|if|is|are|was|were|be|by|for|with|that|than|on|at|from|as|into)\s*$",
+    re.IGNORECASE,
+)
+
+
 def _final_line(text: str) -> tuple[int, str] | None:
     """The last non-blank line and where it starts; closing pleasantries ("I hope this helps!")
     and rules ("---") after it are passed over."""
@@ -413,12 +427,33 @@ def _labelled_final_line(text: str) -> Statement | None:
 
 
 def _final_line_statement(text: str, givens: frozenset[str]) -> tuple[Statement | None, str | None]:
-    """The final line's statement, or why it makes none (``givens``: the question's numbers)."""
+    """The final line's statement, or why it makes none (``givens``: the question's numbers).
+
+    A text that stops mid-way - inside a display or a brace, after an operator, or on a word
+    that needs a continuation ("... if she does the") - has no final line: what its last line
+    holds is working cut short (a generation that hit its token limit), and reading a number out
+    of it paid cut-off rollouts whose last line happened to hold the reference."""
     offset = max(0, len(text) - TAIL_WINDOW)
     final = _final_line(text[offset:])
     if final is None:
         return None, None
+    if cut_off := _cut_off(text, final[1]):
+        return None, f"the completion stops mid-way ({cut_off}): {final[1][-60:]!r}"
     return _line_statement(text, final[0] + offset, final[1], givens)
+
+
+def _cut_off(text: str, line: str) -> str | None:
+    """How ``text``, whose last line is ``line``, visibly stops before its end; None when it
+    does not. Single dollars are not counted (they are also currency)."""
+    braces = len(_OPEN_BRACE.findall(line)) - len(_CLOSE_BRACE.findall(line))
+    if braces > 0:
+        return "an unclosed brace"
+    opened = [match.start() for match in _DISPLAY_OPEN.finditer(text)]
+    if (opened and opened[-1] > text.rfind("\\]")) or text.count("$$") % 2:
+        return "an unclosed display"
+    if _DANGLING_END.search(line[-40:]):  # the line's last words: a bounded search
+        return "a dangling operator or word"
+    return None
 
 
 def _line_statement(

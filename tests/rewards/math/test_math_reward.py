@@ -68,7 +68,7 @@ def test_references_in_solution_and_gsm8k_form(reward):
 
 
 def test_no_answer_is_an_ok_zero_and_missing_reference_is_invalid(reward):
-    no_answer = score(reward, "I am not sure how to go on with this one, it is hard, " * 4, "5")
+    no_answer = score(reward, "I am not sure how to go on with this one. It is hard. " * 4, "5")
     assert no_answer.ok and no_answer.value == 0.0 and no_answer.reason == "no final answer found"
     missing = score(reward, r"\boxed{5}", None, id="q-9")
     assert missing.status is Status.INVALID_INPUT
