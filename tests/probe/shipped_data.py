@@ -9,24 +9,16 @@
 
 from __future__ import annotations
 
-import ast
 import gzip
 import json
 import random
 from pathlib import Path
 
 from rewardlab import Sample
+from tests.rewards.code.mutants import operator_mutant
 
 ROOT = Path(__file__).resolve().parents[2]
 MATH_OUTPUTS = ROOT / "perf" / "data" / "math_real_outputs.jsonl.gz"
-_FLIPPED = {
-    ast.Lt: ast.LtE,
-    ast.LtE: ast.Lt,
-    ast.Gt: ast.GtE,
-    ast.GtE: ast.Gt,
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
-}
 
 
 def math_records(count: int, seed: int = 0) -> list[dict]:
@@ -58,21 +50,6 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
     return path
 
 
-def _mutant(program: str, entry_point: str) -> str | None:
-    module = ast.parse(program)
-    function = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == entry_point)
-    nodes = list(ast.walk(function))
-    for node in nodes:
-        if isinstance(node, ast.Compare) and type(node.ops[0]) in _FLIPPED:
-            node.ops[0] = _FLIPPED[type(node.ops[0])]()
-            return ast.unparse(module)
-    for node in nodes:
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            node.value += 1
-            return ast.unparse(module)
-    return None
-
-
 def humaneval_samples(tasks: int) -> list[Sample]:
     """The first ``tasks`` HumanEval problems, each as its canonical solution and (where one can
     be made) a mutant, fenced as a model would answer."""
@@ -82,7 +59,10 @@ def humaneval_samples(tasks: int) -> list[Sample]:
     for task_id, problem in list(read_problems().items())[:tasks]:
         program = problem["prompt"] + problem["canonical_solution"]
         fields = {"test": problem["test"], "entry_point": problem["entry_point"]}
-        for kind, text in (("canonical", program), ("mutant", _mutant(program, problem["entry_point"]))):
+        for kind, text in (
+            ("canonical", program),
+            ("mutant", operator_mutant(program, problem["entry_point"])),
+        ):
             if text is not None:
                 completion = f"```python\n{text}\n```"
                 sample_id = f"{task_id}-{kind}"
