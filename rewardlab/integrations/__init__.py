@@ -1,6 +1,7 @@
 """rewardlab inside training stacks: the TRL adapter (`as_reward_func`; `trl`) and callbacks
-(`RubricElicitationCallback`; `trl_callbacks`), and OpenRLHF's remote reward wire format
-(`openrlhf`), which ``rewardlab serve`` answers at ``/get_reward``.
+(`RubricElicitationCallback`; `trl_callbacks`; `HackingWatch`, which watches a run for reward
+hacking; `hacking_watch`), and OpenRLHF's remote reward wire format (`openrlhf`), which
+``rewardlab serve`` answers at ``/get_reward``.
 """
 
 from rewardlab.lazy_exports import lazy_exports
@@ -8,6 +9,9 @@ from rewardlab.lazy_exports import lazy_exports
 _EXPORTS = {
     "as_reward_func": "rewardlab.integrations.trl",
     "RubricElicitationCallback": "rewardlab.integrations.trl_callbacks",
+    "HackingWatch": "rewardlab.integrations.hacking_watch",
+    "HackingThresholds": "rewardlab.integrations.hacking_watch",
+    "WatchSampling": "rewardlab.integrations.policy_samples",
     "read_get_reward_request": "rewardlab.integrations.openrlhf",
     "get_reward_record": "rewardlab.integrations.openrlhf",
 }
