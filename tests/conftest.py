@@ -48,6 +48,7 @@ SLOW = frozenset({
     os.path.join("rubrics", "test_elicit_distributed.py"),
     os.path.join("probe", "test_real_rewards.py"),
     os.path.join("probe", "test_exploit_time_bounds.py"),
+    os.path.join("probe", "test_bias_reward_model.py"),
 })  # fmt: skip
 
 

@@ -14,6 +14,7 @@ from rewardlab.cli.pipeline import (
     build_reward,
     import_user_modules,
 )
+from rewardlab.cli.probe_bias import add_bias_command
 from rewardlab.errors import UsageError
 
 #: The exit status when an exploit fails the probe (a pipeline failure exits with the same status).
@@ -72,6 +73,7 @@ def add_probe_command(commands: argparse._SubParsersAction) -> None:
     add_accept_failures_argument(probe)
     add_import_argument(probe)
     probe.set_defaults(run=_probe)
+    add_bias_command(probe.add_subparsers(dest="probe_command", metavar="{bias}", title="subcommands"))
 
 
 def _probe(args: argparse.Namespace) -> int:

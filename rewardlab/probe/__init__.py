@@ -6,6 +6,10 @@ look-alike and invisible characters - and the probe (`runner`) reports how often
 much, the variant out-scores what it is measured against (`results`): the honest sample for a
 blind exploit, a decoy control for an answer-aware one (`exploit`). Which exploits apply to which
 reward is said by reward kinds (`kinds`); `report` writes the tables.
+
+Bias probes (`bias`, ``rewardlab probe bias``) take preference pairs instead (`bias_pairs`) and
+measure how often a judge's or reward model's preference flips under changes that should not move
+it (`bias_probes`), with Wilson intervals (`bias_results`); `bias_report` writes the report.
 """
 
 from rewardlab.lazy_exports import lazy_exports
@@ -22,6 +26,12 @@ _EXPORTS = {
     "aprobe_reward": "rewardlab.probe.runner",
     "probe_reward": "rewardlab.probe.runner",
     "write_report": "rewardlab.probe.report",
+    "BiasPair": "rewardlab.probe.bias_pairs",
+    "read_pairs": "rewardlab.probe.bias_pairs",
+    "BiasResult": "rewardlab.probe.bias_results",
+    "aprobe_bias": "rewardlab.probe.bias",
+    "probe_bias": "rewardlab.probe.bias",
+    "write_bias_report": "rewardlab.probe.bias_report",
 }
 
 __all__ = list(_EXPORTS)

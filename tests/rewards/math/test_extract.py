@@ -107,5 +107,6 @@ def test_the_hack_scores_zero_and_the_worked_answer_one():
         ]
     )
     reward.close()
-    assert hacked.value == 0.0 and hacked.reason.startswith("the completion stops mid-way (a dangling operator")
+    assert hacked.value == 0.0
+    assert hacked.reason.startswith("the completion stops mid-way (a dangling operator")
     assert worked.value == 1.0
