@@ -5,7 +5,8 @@ kind of grader - answer games, format games, judge and rubric games, length and 
 look-alike and invisible characters - and the probe (`runner`) reports how often, and by how
 much, the variant out-scores what it is measured against (`results`): the honest sample for a
 blind exploit, a decoy control for an answer-aware one (`exploit`). Which exploits apply to which
-reward is said by reward kinds (`kinds`); `report` writes the tables.
+reward is said by reward kinds (`kinds`); `report` writes the tables. `variants` hands the blind
+exploits to a training-time watch (`rewardlab.integrations.HackingWatch`).
 
 Bias probes (`bias`, ``rewardlab probe bias``) take preference pairs instead (`bias_pairs`) and
 measure how often a judge's or reward model's preference flips under changes that should not move
@@ -26,6 +27,7 @@ _EXPORTS = {
     "aprobe_reward": "rewardlab.probe.runner",
     "probe_reward": "rewardlab.probe.runner",
     "write_report": "rewardlab.probe.report",
+    "blind_variants": "rewardlab.probe.variants",
     "BiasPair": "rewardlab.probe.bias_pairs",
     "read_pairs": "rewardlab.probe.bias_pairs",
     "BiasResult": "rewardlab.probe.bias_results",
