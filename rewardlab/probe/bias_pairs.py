@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardlab.errors import DataFormatError
+from rewardlab.reward_models.preferences import text_field
 from rewardlab.rewards.contract import Text, message_text
 
 #: The two shapes of a pair: its answer columns and the columns naming who wrote them.
@@ -108,11 +109,11 @@ def _pair(record: Any, where: str, default_id: str) -> BiasPair:
             f"'response_b' (columns: {columns})"
         )
     (first, second), (writer_a, writer_b) = LABELLED if labelled else UNLABELLED
-    a, b = _text(record, first, where), _text(record, second, where)
+    a, b = text_field(record, first, where), text_field(record, second, where)
     if record.get("prompt") is None:
         prompt, a, b = _split_implicit_prompt(a, b, where)
     else:
-        prompt = _text(record, "prompt", where)
+        prompt = text_field(record, "prompt", where)
     identifier = record.get("id")
     if identifier is not None and (isinstance(identifier, bool) or not isinstance(identifier, str | int)):
         raise DataFormatError(f"{where}: field 'id': must be text or an integer, got {identifier!r}")
@@ -141,29 +142,6 @@ def _split_implicit_prompt(a: Text, b: Text, where: str) -> tuple[Text, Text, Te
     if shared == len(a) or shared == len(b):
         raise DataFormatError(f"{where}: the two answers do not differ after what they share (the prompt)")
     return a[:shared], a[shared:], b[shared:]
-
-
-def _text(record: Mapping[str, Any], field: str, where: str) -> Text:
-    value = record.get(field)
-    if value is None:
-        columns = ", ".join(map(str, record)) or "none"
-        raise DataFormatError(f"{where}: field {field!r}: missing (columns: {columns})")
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(_is_message(message) for message in value):
-        return value
-    raise DataFormatError(
-        f"{where}: field {field!r}: must be text or a non-empty list of chat messages "
-        f"({{'role': ..., 'content': ...}}), got {type(value).__name__}"
-    )
-
-
-def _is_message(value: Any) -> bool:
-    return (
-        isinstance(value, Mapping)
-        and isinstance(value.get("role"), str)
-        and isinstance(value.get("content"), str | list | type(None))
-    )
 
 
 def _writer(record: Mapping[str, Any], field: str, where: str) -> str | None:

@@ -130,8 +130,8 @@ def _pair(record: Any, where: str, margin_column: str | None) -> PreferencePair:
         raise DataFormatError(
             f"{where}: expected an object with chosen and rejected, got {type(record).__name__}"
         )
-    chosen, rejected = _text(record, "chosen", where), _text(record, "rejected", where)
-    prompt = _text(record, "prompt", where) if record.get("prompt") is not None else ""
+    chosen, rejected = text_field(record, "chosen", where), text_field(record, "rejected", where)
+    prompt = text_field(record, "prompt", where) if record.get("prompt") is not None else ""
     margin = record.get(margin_column) if margin_column is not None else None
     if margin is not None and (
         isinstance(margin, bool) or not isinstance(margin, int | float) or not math.isfinite(margin)
@@ -140,7 +140,9 @@ def _pair(record: Any, where: str, margin_column: str | None) -> PreferencePair:
     return PreferencePair(prompt, chosen, rejected, None if margin is None else float(margin), where)
 
 
-def _text(record: Mapping[str, Any], field: str, where: str) -> Text:
+def text_field(record: Mapping[str, Any], field: str, where: str) -> Text:
+    """``record[field]`` as text or chat messages; a `DataFormatError` naming ``where`` and the
+    field otherwise."""
     value = record.get(field)
     if value is None:
         raise DataFormatError(f"{where}: field {field!r}: missing (columns: {', '.join(map(str, record))})")
