@@ -73,7 +73,13 @@ def test_routes_and_combinations_are_looked_through():
         assert sample_kinds(reward, Sample(fields={"data_source": "poetry"})) is None
         assert sample_kinds(reward, Sample()) is None
         math_leaves = scoring_rewards(reward, Sample(fields={"data_source": "math"}))
-        assert sorted(leaf.name for leaf in math_leaves) == ["accuracy", "overlong", "repetition"]
+        # The gate is a leaf too: what it reads decides whether the others count.
+        assert sorted(leaf.name for leaf in math_leaves) == [
+            "accuracy",
+            "math_answer",
+            "overlong",
+            "repetition",
+        ]
     finally:
         reward.close()
 
