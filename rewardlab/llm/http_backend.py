@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from rewardlab.errors import BackendError
@@ -74,24 +75,12 @@ class HTTPBackend(Backend):
         return json_session("the http judge backend", self.api_key_env, self.timeout_s)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        aiohttp = require("aiohttp", "the http judge backend")
         body = request_arguments(request, self)
         body.update(body.pop("extra_body", {}))  # the SDKs' extra_body is top-level JSON on the wire
-        try:
-            async with self.loop_client(self._make_session).post(
-                self.url, data=json.dumps({"model": self.model, **body})
-            ) as reply:
-                payload = await reply.read()
-                if reply.status != 200:
-                    raise status_error(reply.status, _error_message(payload), reply.headers)
-        except TimeoutError as error:
-            raise BackendError(f"request timed out after {self.timeout_s:g} s", retryable=True) from error
-        except aiohttp.ClientError as error:
-            raise BackendError(f"connection failed: {error}", retryable=True) from error
-        try:
-            decoded = json.loads(payload)
-        except json.JSONDecodeError as error:
-            raise BackendError(f"malformed response: {error}", retryable=True) from error
+        session = self.loop_client(self._make_session)
+        decoded = await json_reply(
+            session.post(self.url, data=json.dumps({"model": self.model, **body})), self.timeout_s
+        )
         response = read_response(decoded)
         if self.cost_model:
             usage = response.usage
@@ -99,12 +88,41 @@ class HTTPBackend(Backend):
         return response
 
 
-def _error_message(payload: bytes) -> str:
-    """The message of an OpenAI-style error body, or the start of whatever came back."""
+async def json_reply(request: Any, timeout_s: float) -> Any:
+    """The decoded JSON body of an aiohttp request (a ``session.post(...)`` or ``get``), or a
+    `BackendError`: a non-200 status with the server's message (`status_error`), a timeout, a
+    connection failure or a body that is not JSON (the last three retryable)."""
+    aiohttp = require("aiohttp", "HTTP model backends")
     try:
-        return str(json.loads(payload)["error"]["message"])
-    except (ValueError, KeyError, TypeError):
+        async with request as reply:
+            payload = await reply.read()
+            if reply.status != 200:
+                raise status_error(reply.status, _error_message(payload), reply.headers)
+    except TimeoutError as error:
+        raise BackendError(f"request timed out after {timeout_s:g} s", retryable=True) from error
+    except aiohttp.ClientError as error:
+        raise BackendError(f"connection failed: {error}", retryable=True) from error
+    try:
+        return json.loads(payload)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BackendError(f"malformed response: {error}", retryable=True) from error
+
+
+def _error_message(payload: bytes) -> str:
+    """The message of an error body (OpenAI-style ``error.message``, TEI's ``error``, FastAPI's
+    ``detail``), or the start of whatever came back."""
+    try:
+        body = json.loads(payload)
+    except ValueError:
         return payload[:200].decode(errors="replace")
+    if isinstance(body, Mapping):
+        error = body.get("error")
+        if isinstance(error, Mapping) and "message" in error:
+            return str(error["message"])
+        for key in ("error", "message", "detail"):
+            if isinstance(body.get(key), str):
+                return str(body[key])
+    return payload[:200].decode(errors="replace")
 
 
 def json_session(purpose: str, api_key_env: str | None, timeout_s: float) -> Any:

@@ -60,10 +60,8 @@ from rewardlab.errors import BackendError
 from rewardlab.llm.backend import LoopClients
 from rewardlab.llm.breaker import CircuitBreaker
 from rewardlab.llm.client import ClientOptions
-from rewardlab.llm.http_backend import json_session
-from rewardlab.llm.openai_backend import status_error
+from rewardlab.llm.http_backend import json_reply, json_session
 from rewardlab.llm.retrying import call_with_retries
-from rewardlab.optional import require
 from rewardlab.rewards.contract import Status, Usage
 
 PoolingProtocol = Literal["vllm_pooling", "vllm_classify", "sglang", "tei"]
@@ -197,26 +195,13 @@ class PoolingBackend(LoopClients):
         return [item for item in pooled if item is not None], tokens
 
     async def _post(self, path: str, body: Mapping[str, Any] | None) -> Any:
-        aiohttp = require("aiohttp", "served reward models")
         session = self.loop_client(self._make_session)
-        try:
-            request = (
-                session.post(self.url + path, data=json.dumps(body))
-                if body is not None
-                else session.get(self.url + path)
-            )
-            async with request as reply:
-                payload = await reply.read()
-                if reply.status != 200:
-                    raise status_error(reply.status, _error_message(payload), reply.headers)
-        except TimeoutError as error:
-            raise BackendError(f"request timed out after {self.timeout_s:g} s", retryable=True) from error
-        except aiohttp.ClientError as error:
-            raise BackendError(f"connection failed: {error}", retryable=True) from error
-        try:
-            return json.loads(payload)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise BackendError(f"malformed response: {error}", retryable=True) from error
+        request = (
+            session.post(self.url + path, data=json.dumps(body))
+            if body is not None
+            else session.get(self.url + path)
+        )
+        return await json_reply(request, self.timeout_s)
 
     async def _tei_labels(self) -> dict[str, int]:
         """TEI's ``label -> index`` from ``GET /info`` (``model_type.classifier.id2label``)."""
@@ -300,23 +285,6 @@ def _tei_pooled(predictions: Any, labels: Mapping[str, int] | None) -> Pooled | 
     if sorted(indexed) != list(range(len(predictions))):
         raise ValueError(f"labels do not cover outputs 0..{len(predictions) - 1}: {sorted(indexed)}")
     return Pooled(tuple(indexed[index] for index in range(len(predictions))))
-
-
-def _error_message(payload: bytes) -> str:
-    """The message of an error body (vLLM's OpenAI-style ``error.message``, TEI's ``error``,
-    FastAPI's ``detail``), or the start of whatever came back."""
-    try:
-        body = json.loads(payload)
-    except ValueError:
-        return payload[:200].decode(errors="replace")
-    if isinstance(body, Mapping):
-        error = body.get("error")
-        if isinstance(error, Mapping) and "message" in error:
-            return str(error["message"])
-        for key in ("error", "message", "detail"):
-            if isinstance(body.get(key), str):
-                return str(body[key])
-    return payload[:200].decode(errors="replace")
 
 
 @dataclass(slots=True)
