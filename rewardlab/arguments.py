@@ -32,6 +32,22 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def add_batching_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--batch-size``, ``--concurrency`` and ``--no-progress``, for the commands that score a file
+    in batches (``score``, ``bench``, ``probe``, ``probe bias``)."""
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        metavar="N",
+        default=64,
+        help="samples per reward call (default: 64)",
+    )
+    parser.add_argument(
+        "--concurrency", type=positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
 def add_import_argument(parser: argparse.ArgumentParser) -> None:
     """``--import MODULE`` (repeatable), read into ``args.imports``."""
     parser.add_argument(

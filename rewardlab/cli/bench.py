@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardlab.arguments import add_import_argument, positive_int
+from rewardlab.arguments import add_batching_arguments, add_import_argument, positive_int
 from rewardlab.cli.pipeline import (
     add_accept_failures_argument,
     build_reward,
@@ -63,20 +63,10 @@ def add_bench_command(commands: argparse._SubParsersAction) -> None:
         help="a benchmark option, VALUE read as YAML (e.g. threshold=null); repeatable",
     )
     bench.add_argument("--limit", type=positive_int, metavar="N", help="only the first N items")
-    bench.add_argument(
-        "--batch-size",
-        type=positive_int,
-        metavar="N",
-        default=64,
-        help="samples per reward call (default: 64)",
-    )
-    bench.add_argument(
-        "--concurrency", type=positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
-    )
+    add_batching_arguments(bench)
     existing = bench.add_mutually_exclusive_group()
     existing.add_argument("--resume", action="store_true", help="continue OUTPUT/scores.jsonl")
     existing.add_argument("--overwrite", action="store_true", help="replace OUTPUT/scores.jsonl")
-    bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_accept_failures_argument(bench)
     add_import_argument(bench)
     bench.set_defaults(run=_bench)

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from rewardlab.arguments import add_import_argument, non_negative_float, positive_int
+from rewardlab.arguments import add_batching_arguments, add_import_argument, non_negative_float, positive_int
 from rewardlab.cli.pipeline import (
     PIPELINE_FAILED,
     add_accept_failures_argument,
@@ -58,18 +58,8 @@ def add_probe_command(commands: argparse._SubParsersAction) -> None:
     probe.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed of every random choice (default: 0)"
     )
-    probe.add_argument(
-        "--batch-size",
-        type=positive_int,
-        metavar="N",
-        default=64,
-        help="samples per reward call (default: 64)",
-    )
-    probe.add_argument(
-        "--concurrency", type=positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
-    )
+    add_batching_arguments(probe)
     probe.add_argument("--list", action="store_true", help="list the exploits and exit")
-    probe.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_accept_failures_argument(probe)
     add_import_argument(probe)
     probe.set_defaults(run=_probe)

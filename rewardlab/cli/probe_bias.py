@@ -8,7 +8,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from rewardlab.arguments import add_import_argument, non_negative_float, positive_int
+from rewardlab.arguments import add_batching_arguments, add_import_argument, non_negative_float, positive_int
 from rewardlab.cli.pipeline import (
     PIPELINE_FAILED,
     add_accept_failures_argument,
@@ -64,17 +64,7 @@ def add_bias_command(commands: argparse._SubParsersAction) -> None:
         help="a probe fails when its flip rate is above T, from 0 to 1 (default: 0, any flip)",
     )
     bias.add_argument("--limit", type=positive_int, metavar="N", help="only the first N pairs")
-    bias.add_argument(
-        "--batch-size",
-        type=positive_int,
-        metavar="N",
-        default=64,
-        help="samples per reward call (default: 64)",
-    )
-    bias.add_argument(
-        "--concurrency", type=positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
-    )
-    bias.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_batching_arguments(bias)
     add_accept_failures_argument(bias)
     add_import_argument(bias)
     bias.set_defaults(run=_bias)

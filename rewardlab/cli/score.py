@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from rewardlab.arguments import add_import_argument, positive_int
+from rewardlab.arguments import add_batching_arguments, add_import_argument, positive_int
 from rewardlab.cli.pipeline import (
     add_accept_failures_argument,
     build_reward,
@@ -61,21 +61,11 @@ def add_score_command(commands: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="default: %(default)s; rows without one get row-<index>",
     )
-    score.add_argument(
-        "--batch-size",
-        type=positive_int,
-        metavar="N",
-        default=64,
-        help="samples per reward call (default: 64)",
-    )
-    score.add_argument(
-        "--concurrency", type=positive_int, metavar="N", default=4, help="batches in flight (default: 4)"
-    )
+    add_batching_arguments(score)
     existing = score.add_mutually_exclusive_group()
     existing.add_argument("--resume", action="store_true", help="continue OUTPUT, skipping ids already in it")
     existing.add_argument("--overwrite", action="store_true", help="replace a non-empty OUTPUT")
     score.add_argument("--limit", type=positive_int, metavar="N", help="read only the first N input rows")
-    score.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     add_accept_failures_argument(score)
     add_import_argument(score)
     add_ray_arguments(score)
