@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from rewardlab.rewards.code.languages import LANGUAGES
 from rewardlab.rewards.fences import fenced_blocks
 
 BlockChoice = Literal["last", "first", "longest", "all"]
 
-LANGUAGE_TAGS = {"python": ("python", "py", "python3", "py3", "")}
+LANGUAGE_TAGS = {"python": ("python", "py", "python3", "py3", "")} | {
+    name: language.tags for name, language in LANGUAGES.items()
+}
 
 
 @dataclass(frozen=True, slots=True)

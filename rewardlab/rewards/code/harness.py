@@ -7,23 +7,33 @@ the comparison with the expected output happens here, and assert-style tests (Hu
 sandbox. A program therefore cannot override ``assert``, patch the test harness, read the
 expected outputs or print a fake "all tests passed": none of those are where it runs.
 
+Programs in other languages (see `languages`) are compiled once in the sandbox, kept here by a
+hash of their source (`_builds`), and run once per test as an executable on its input; their
+function-call tests go through a harness that prints the return value as JSON, read here.
+
 This module runs inside a trusted worker process (see `reward`), which bounds its total time.
 """
 
 from __future__ import annotations
 
 import ast
+import binascii
 import builtins
 import contextlib
 import functools
+import hashlib
+import json
 import multiprocessing.util
+import re
 import time
 import types
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from rewardlab.rewards.code.cases import AssertTests, CallTests, ProgramTests, StdioTests, assert_statements
 from rewardlab.rewards.code.cgroup import MemoryCgroup, memory_cgroup
+from rewardlab.rewards.code.languages import BUILD, Language
 from rewardlab.rewards.code.outputs import call_output_matches, clipped_repr, stdout_matches
 from rewardlab.rewards.code.python_runner import TAIL_CHARS, DecodeTimeout, decode, encode
 from rewardlab.rewards.code.sandbox import Sandbox
@@ -112,7 +122,7 @@ def _error_text(error: BaseException) -> str:
 _ITERATION_CONTROL = (StopIteration, StopAsyncIteration)
 
 
-def _program_exception(error: str) -> Exception:
+def program_exception(error: str) -> Exception:
     """The exception to raise in the tests for a program's error (``"Type: message"``): a
     built-in exception keeps its type, so tests that expect one (pytest.raises-style try/except)
     still work; anything else, and any type that cannot be made from a message alone, is a
@@ -145,6 +155,12 @@ _REPLY_CLIPPED = ("kind", "error", "output")
 # One live sandbox per (worker process, sandbox configuration), reused across programs: the
 # runner inside resets the sandbox between programs (see `python_runner`).
 _sessions: dict[Sandbox, SandboxSession] = {}
+#: What a compiler built (file name -> (bytes, executable)), or its compile error, by
+#: `_build_key`, least recently used first: a program's tests, and the G rollouts of a prompt
+#: that wrote the same program, compile it once per worker.
+_builds: OrderedDict[str, dict[str, tuple[bytes, bool]] | str] = OrderedDict()
+MAX_CACHED_BUILDS = 32
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # One memory cgroup per (worker process, sandbox configuration), for its sandboxes one after
 # another (see `cgroup`); None where none can be made.
 _cgroups: dict[Sandbox, MemoryCgroup | None] = {}
@@ -186,16 +202,42 @@ def _live_session(sandbox: Sandbox, starting_program: bool) -> SandboxSession:
     return session
 
 
+class ProgramUnderTest(Protocol):
+    """What the test loops (`run_stdio_tests`, `run_call_tests`, `run_harness_call_tests`,
+    `run_assert_tests`) ask of a program: run it on an input, call one of its functions. The
+    local sandbox (`_Program`) and a remote one (`sandbox_fusion`) answer it."""
+
+    load_error: str | None
+
+    def script(self, stdin: str) -> dict[str, Any]: ...
+
+    def call(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any: ...
+
+
 class _Program:
     """The program under test, run by the worker's sandboxed runner. After a timeout or a crash
     the runner has reset it; it is loaded again for the next test, so one bad test does not fail
     the ones after it."""
 
-    def __init__(self, source: str, sandbox: Sandbox, test_timeout_s: float, deadline: float):
+    def __init__(
+        self,
+        source: str,
+        sandbox: Sandbox,
+        test_timeout_s: float,
+        deadline: float,
+        *,
+        language: Language | None = None,
+        compile_timeout_s: float = 10.0,
+    ):
         self.source = source
         self.sandbox = sandbox
         self.test_timeout_s = test_timeout_s
         self.deadline = deadline
+        #: None for Python; otherwise the language it is compiled and run as.
+        self.language = language
+        self.compile_timeout_s = compile_timeout_s
+        #: The files each test runs (see `_build`), once known.
+        self.files: dict[str, tuple[bytes, bool]] | None = None
         self.loaded = False
         self.load_error: str | None = None
         self.load_timed_out = False
@@ -218,7 +260,7 @@ class _Program:
         return min(self.test_timeout_s + allowance, remaining)
 
     def _ask(self, message: dict[str, Any], limit: float) -> dict[str, Any]:
-        starting = message["op"] in ("program", "script")
+        starting = message["op"] in ("program", "script", "compile", "exec")
         session = _live_session(self.sandbox, starting_program=starting)
         self.memory_limit = session.memory_limit
         if starting:
@@ -273,10 +315,106 @@ class _Program:
         if kind in ("timeout", "crashed"):
             self.loaded = False  # the runner reset the program; the next test loads it again
             raise (ProgramTimeout if kind == "timeout" else ProgramFailure)(error)
-        raise _program_exception(error) if kind == "raised" else ProgramFailure(error)
+        raise program_exception(error) if kind == "raised" else ProgramFailure(error)
 
     def script(self, stdin: str) -> dict[str, Any]:
-        return self._ask({"op": "script", "source": self.source, "stdin": stdin}, self._limit())
+        if self.language is None:
+            return self._ask({"op": "script", "source": self.source, "stdin": stdin}, self._limit())
+        files = self._build()
+        run = self.language.command(self.language.run, self.source)
+        request = {
+            "op": "exec",
+            "files": files,
+            "argv": run,
+            "env": self.language.environment(),
+            "stdin": stdin,
+        }
+        return self._ask(request, self._limit())
+
+    def _build(self) -> dict[str, tuple[bytes, bool]]:
+        """The files a test of a program in another language runs: its source, or what the
+        compiler built from it (from `_builds`, or compiled now in the sandbox). A program that
+        does not compile fails every test with the compiler's first error."""
+        if self.load_error is not None:
+            raise ProgramFailure(self.load_error)
+        if self.files is not None:
+            return self.files
+        language = self.language
+        assert language is not None  # only programs in another language are built
+        source = {language.source_name(self.source): self.source.encode("utf-8", "replace")}
+        compile_command = language.command(language.compile, self.source)
+        key = _build_key(language, compile_command, self.source)
+        built = _builds.get(key)
+        if built is None:
+            built = self._compile(source, compile_command)
+            if built is None:  # ran past its time: not kept, it may have been the machine's load
+                raise ProgramFailure(self.load_error)
+            _builds[key] = built
+            while len(_builds) > MAX_CACHED_BUILDS:
+                _builds.popitem(last=False)
+        _builds.move_to_end(key)
+        if isinstance(built, str):
+            self.load_error = built
+            raise ProgramFailure(built)
+        self.files = built
+        return built
+
+    def _compile(
+        self, source: dict[str, bytes], command: list[str]
+    ) -> dict[str, tuple[bytes, bool]] | str | None:
+        """Compile in the sandbox: the built files, the compile error, or None (and the load
+        error set) when the compiler ran past its time limit."""
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise BudgetSpent
+        limit = min(self.compile_timeout_s, remaining)
+        assert self.language is not None
+        request = {
+            "op": "compile",
+            "files": source,
+            "argv": command,
+            "env": self.language.environment(),
+            "output": BUILD,
+        }
+        reply = self._ask(request, limit)
+        if reply.get("timed_out"):
+            self.load_error = f"compile_error: the compiler ran past its time limit ({limit:g} s)"
+            return None
+        if reply.get("exit_code") != 0:
+            first = (
+                _snippet(reply.get("stderr", "")) or f"the compiler exited with code {reply.get('exit_code')}"
+            )
+            return f"compile_error: {first}"
+        if self.language.runs_source:
+            return {name: (content, False) for name, content in source.items()}
+        if reply.get("artifact_error"):
+            return f"compile_error: {_snippet(reply['artifact_error'])}"
+        return _artifact_files(reply.get("files"))
+
+
+def _build_key(language: Language, command: list[str], source: str) -> str:
+    """What a build depends on: the language, the compiler's command line and the source."""
+    parts = [language.name, *command, source]
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()
+
+
+def _artifact_files(files: Any) -> dict[str, tuple[bytes, bool]] | str:
+    """The compiler's files from a compile reply (name -> [base64, executable]), each checked to
+    lie under the build directory; or a compile error when the reply holds anything else."""
+    if not isinstance(files, dict) or not files:
+        return "compile_error: the compiler built nothing"
+    built: dict[str, tuple[bytes, bool]] = {}
+    for name, entry in files.items():
+        parts = name.split("/")
+        if parts[0] != BUILD or any(part in ("", ".", "..") for part in parts) or len(parts) < 2:
+            return f"compile_error: the compiler left a file outside {BUILD}/: {_snippet(name)}"
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
+            return "compile_error: unreadable compiler output"
+        try:
+            built[name] = (binascii.a2b_base64(entry[0]), bool(entry[1]))
+        except (binascii.Error, ValueError):
+            return "compile_error: unreadable compiler output"
+    return built
 
 
 def _checked(reply: dict[str, Any]) -> dict[str, Any]:
@@ -302,7 +440,9 @@ def _outcome_of_error(index: int, error: BaseException, runtime: float) -> TestO
     return TestOutcome(index, "error", _error_text(error), runtime)
 
 
-def _run_stdio(program: _Program, tests: StdioTests, tolerance: float, outcomes: list[TestOutcome]) -> None:
+def run_stdio_tests(
+    program: ProgramUnderTest, tests: StdioTests, tolerance: float, outcomes: list[TestOutcome]
+) -> None:
     """Append each test's outcome as it is known, so a spent budget keeps the ones before it."""
     for index, (stdin, expected) in enumerate(tests.cases):
         started = time.monotonic()
@@ -329,7 +469,9 @@ def _run_stdio(program: _Program, tests: StdioTests, tolerance: float, outcomes:
         outcomes.append(TestOutcome(index, outcome, reason, runtime, **tails))
 
 
-def _run_calls(program: _Program, tests: CallTests, tolerance: float, outcomes: list[TestOutcome]) -> None:
+def run_call_tests(
+    program: ProgramUnderTest, tests: CallTests, tolerance: float, outcomes: list[TestOutcome]
+) -> None:
     for index, (arguments, expected) in enumerate(tests.cases):
         started = time.monotonic()
         try:
@@ -345,6 +487,46 @@ def _run_calls(program: _Program, tests: CallTests, tolerance: float, outcomes: 
         else:
             reason = f"expected {_snippet(expected)}, got {_snippet(actual)}"
             outcomes.append(TestOutcome(index, "failed", reason, runtime))
+
+
+def _printed_value(stdout: str) -> Any:
+    """The value a function-call harness printed: JSON on the last line that is not blank (what
+    the program printed itself comes before it). Python's JSON reader is linear in the text and
+    refuses integers of more than 4,300 digits; nesting past its recursion limit is refused here."""
+    lines = stdout.rstrip().rsplit("\n", 1)
+    try:
+        return json.loads(lines[-1])
+    except (ValueError, RecursionError):
+        raise ProgramFailure(f"the program printed no JSON return value: {_snippet(lines[-1])!r}") from None
+
+
+def run_harness_call_tests(
+    program: ProgramUnderTest, tests: CallTests, tolerance: float, outcomes: list[TestOutcome]
+) -> None:
+    """Call tests of a program in another language: each runs the program with the harness (see
+    `languages`) on the arguments as JSON, and the printed value is judged here."""
+    for index, (arguments, expected) in enumerate(tests.cases):
+        started = time.monotonic()
+        try:
+            # Text as UTF-8, not \u escapes: the C++ harness's reader need not join surrogate pairs.
+            reply = program.script(json.dumps(arguments, ensure_ascii=False))
+            runtime = reply.get("runtime_s", time.monotonic() - started)
+            if reply["timed_out"]:
+                raise ProgramTimeout("the program ran past its time limit")
+            if reply["exit_code"] != 0:
+                raise ProgramFailure(f"exited with code {reply['exit_code']}: {_snippet(reply['stderr'])}")
+            if reply["output_truncated"]:
+                raise ProgramFailure("output exceeded the size limit")
+            actual = _printed_value(reply["stdout"])
+        except (ProgramTimeout, ProgramFailure) as error:
+            outcomes.append(_outcome_of_error(index, error, time.monotonic() - started))
+            continue
+        tails = {"stdout_tail": reply["stdout"][-SNIPPET:], "stderr_tail": reply["stderr"][-SNIPPET:]}
+        if call_output_matches(actual, expected, tolerance):
+            outcomes.append(TestOutcome(index, "passed", None, runtime, **tails))
+        else:
+            reason = f"expected {_snippet(expected)}, got {_snippet(actual)}"
+            outcomes.append(TestOutcome(index, "failed", reason, runtime, **tails))
 
 
 _WRAPPER = """
@@ -383,7 +565,7 @@ def _instrumented(tests: AssertTests) -> types.CodeType:
     return compile(ast.fix_missing_locations(module), "<tests>", "exec")
 
 
-def _run_asserts(program: _Program, tests: AssertTests) -> list[TestOutcome]:
+def run_assert_tests(program: ProgramUnderTest, tests: AssertTests) -> list[TestOutcome]:
     count = tests.count
     outcomes: dict[int, TestOutcome] = {}
     started: dict[int, float] = {}
@@ -429,6 +611,20 @@ def _run_asserts(program: _Program, tests: AssertTests) -> list[TestOutcome]:
     ]
 
 
+def unsupported_tests(language: Language | None, tests: ProgramTests) -> str | None:
+    """Why ``tests`` cannot judge a program in ``language``, or None: assert tests are Python
+    code that calls the program, and call tests need the language's harness."""
+    if language is None or isinstance(tests, StdioTests):
+        return None
+    if isinstance(tests, AssertTests):
+        return f"assert tests are Python code and cannot test a {language.name} program"
+    if language.call_harness is None:
+        return f"function-call tests are not supported for {language.name}; use stdin/stdout tests"
+    if not _IDENTIFIER.fullmatch(tests.fn_name):
+        return f"fn_name {_snippet(tests.fn_name)!r} is not a {language.name} identifier"
+    return None
+
+
 def run_program(
     source: str,
     tests: ProgramTests,
@@ -437,17 +633,28 @@ def run_program(
     test_timeout_s: float,
     total_timeout_s: float,
     tolerance: float,
+    language: Language | None = None,
+    compile_timeout_s: float = 10.0,
 ) -> ProgramReport:
-    """Run ``source`` against ``tests`` and report every test's outcome."""
-    program = _Program(source, sandbox, test_timeout_s, time.monotonic() + total_timeout_s)
+    """Run ``source`` against ``tests`` and report every test's outcome; ``language`` is None
+    for Python, else the language the program is compiled and run as (its tests must be stdin
+    or, where it has a harness, call tests: see `unsupported_tests`)."""
+    if language is not None and isinstance(tests, CallTests):
+        source = language.with_call_harness(source, tests.fn_name)
+    deadline = time.monotonic() + total_timeout_s
+    program = _Program(
+        source, sandbox, test_timeout_s, deadline, language=language, compile_timeout_s=compile_timeout_s
+    )
     report = ProgramReport()
     try:
         if isinstance(tests, StdioTests):
-            _run_stdio(program, tests, tolerance, report.outcomes)
+            run_stdio_tests(program, tests, tolerance, report.outcomes)
+        elif isinstance(tests, CallTests) and language is not None:
+            run_harness_call_tests(program, tests, tolerance, report.outcomes)
         elif isinstance(tests, CallTests):
-            _run_calls(program, tests, tolerance, report.outcomes)
+            run_call_tests(program, tests, tolerance, report.outcomes)
         else:
-            report.outcomes = _run_asserts(program, tests)
+            report.outcomes = run_assert_tests(program, tests)
     except (ProgramFailure, ProgramTimeout, BudgetSpent) as error:
         reason = program.load_error or str(error) or "the program's total time budget is spent"
         kind = "timeout" if isinstance(error, ProgramTimeout | BudgetSpent) else "error"

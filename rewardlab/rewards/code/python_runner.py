@@ -10,7 +10,7 @@ as two processes that never run untrusted code:
   As init it ignores every signal a program may send it, and when it exits the kernel kills
   every process in the namespace.
 - The *relay*, forked from the template before anything else: it alone holds the pipes to the
-  trusted side, reads requests, compiles programs, has the template fork children (handing it
+  trusted side, reads requests, compiles Python programs, has the template fork children (handing it
   the pipes of each over a socket, ``SCM_RIGHTS``), writes each child its job, relays the child's
   replies and resets the sandbox between programs. It never forks, so nothing of what it has
   read reaches a program. (bwrap's own init, which this replaces, ran as the program's user,
@@ -49,7 +49,24 @@ a space, and a JSON object.
   program; the reply carries the return value encoded by `encode`.
 - ``{"op": "script", "source", "stdin", "timeout"}``: run the source as ``__main__`` on the given
   input in a fresh child; the reply carries its stdout, exit code and stderr tail.
+- ``{"op": "compile", "files", "argv", "env", "output", "timeout"}``: write the files (name ->
+  bytes) into a fresh scratch directory and run a compiler there (``argv``, an executable under
+  ``/usr`` given by its full path) in a fresh child, as a program would run; the reply carries
+  its exit code and the head of what it printed, and, when it succeeded, every regular file it
+  left under ``output`` (see `Relay._artifacts`). The trusted side keeps them (see `languages`).
+- ``{"op": "exec", "files", "argv", "env", "stdin", "timeout"}``: write the files (name ->
+  (bytes, executable)), then run ``argv`` on the given input in a fresh child, as ``script``
+  runs Python; the same reply. The child replaces itself with the program (execve(2)): it keeps
+  the sandbox's limits, namespaces, session and seccomp filter, gains no capability (the
+  bounding set is empty), holds none of the runner's descriptors, and is reset like any other
+  program. A compiler is run the same way, so a compile-time trick (an endless constant
+  expression, ``#include </dev/random>``) meets the same limits and is killed at its deadline;
+  its files are read back as a program's output is (`Relay._artifacts`). Nothing of the test
+  but its input enters, as for ``script``.
 - ``{"op": "reset"}``: end the current program (see below).
+
+In ``env`` values of ``compile`` and ``exec``, ``{workdir}`` stands for the program's scratch
+directory (a compiler's cache and home go there, and go with it at the reset).
 
 Each program runs in the scratch directory ``program`` under ``/tmp`` (one name for all: a
 numbered one would tell a program how many ran before it). Each child starts a session of its
@@ -71,6 +88,7 @@ The same module is imported outside the sandbox for `encode` / `decode`.
 """
 
 import _socket  # not socket, which imports enum and selectors: milliseconds at every start
+import binascii
 import errno
 import fcntl
 import gc
@@ -111,6 +129,11 @@ TOO_COMPLEX_TO_COMPILE = "the program is too large or too deeply nested to compi
 _LIMITS = sorted({value for name, value in vars(resource).items() if name.startswith("RLIMIT_")})
 SCRATCH_DIRECTORIES = ("/tmp", "/dev/shm")
 WORKDIR = "program"
+#: The most a compiler may leave for the trusted side in all (before base64, see `Relay._artifacts`).
+MAX_ARTIFACT_BYTES = 8 << 20
+MAX_ARTIFACT_FILES = 256
+#: The exit code of an ``exec`` child whose program could not be started.
+EXEC_FAILED = 127
 _HASH_MODULUS = sys.hash_info.modulus
 _EXACT_FLOATS = 2.0**52
 
@@ -501,6 +524,31 @@ def _run_script(job):
             os._exit(exit_code)
 
 
+def _safe_name(name):
+    """Whether ``name`` is a relative path that stays inside the scratch directory."""
+    parts = name.split("/")
+    return bool(name) and not name.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+
+
+def _run_exec(job):
+    """In a forked child: replace this process with ``job["argv"]`` on the test input. Signals
+    Python ignores (``SIGPIPE``, ``SIGXFSZ``) would stay ignored across execve(2), so they get
+    their defaults back first; every descriptor but the three standard ones is closed."""
+    try:
+        _redirect(0, job["in"], os.O_RDONLY)
+        _redirect(1, job["out"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        _redirect(2, job["err"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        for number in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
+            signal.signal(number, signal.SIG_DFL)
+        os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        os.execve(job["argv"][0], job["argv"], job["env"])
+    except BaseException as error:
+        try:
+            os.write(2, (_error_text(error) + "\n").encode())
+        finally:
+            os._exit(EXEC_FAILED)
+
+
 class Template:
     """The sandbox's first process: forks children for programs and reaps every process. It reads
     nothing but "fork" and two file descriptors from the relay, so its memory - which every child
@@ -578,9 +626,11 @@ class Template:
             requests = os.fdopen(job_fd, "rb")
             job = _read_message(requests)
             os.chdir(job["workdir"])
-            if job["op"] == "script":
+            if job["op"] in ("script", "exec"):
                 requests.close()
                 os.close(reply_fd)
+                if job["op"] == "exec":
+                    _run_exec(job)
                 _run_script(job)
             ProgramChild(requests, os.fdopen(reply_fd, "w"), job["workdir"]).run(job["code"])
             code = 0
@@ -848,18 +898,93 @@ class Relay:
         code, failure = self._compiled(request["source"])
         if failure is not None:
             return failure
+        reply = self._run_child({"op": "script", "code": code}, request)
+        self.reset()
+        return reply
+
+    def op_exec(self, request):
+        """Run a program given as files and a command line (see the module's docstring)."""
+        self.reset()
+        self._write_files(request["files"])
+        reply = self._run_child(self._exec_job(request), request)
+        self.reset()
+        return reply
+
+    def op_compile(self, request):
+        """Run a compiler on the files; on success, reply with what it left under ``output``."""
+        self.reset()
+        self._write_files({name: (content, False) for name, content in request["files"].items()})
+        output = os.path.join(self.workdir, request["output"])
+        os.mkdir(output, 0o700)
+        reply = self._run_child(self._exec_job(request), {**request, "stdin": ""}, head=True)
+        if reply["exit_code"] == 0 and not reply["timed_out"]:
+            reply["files"], reply["artifact_error"] = self._artifacts(output, request["output"])
+        self.reset()
+        return reply
+
+    def _exec_job(self, request):
+        env = {key: value.replace("{workdir}", self.workdir) for key, value in request["env"].items()}
+        return {"op": "exec", "argv": list(request["argv"]), "env": env}
+
+    def _write_files(self, files):
+        """Write the program's files (name -> (bytes, executable)) into its scratch directory."""
+        for name, (content, executable) in files.items():
+            if not _safe_name(name):
+                raise ValueError(f"not a file name inside the scratch directory: {name!r}")
+            path = os.path.join(self.workdir, name)
+            os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700 if executable else 0o600)
+            try:
+                _write_all(fd, content)
+            finally:
+                os.close(fd)
+
+    @staticmethod
+    def _artifacts(root, prefix):
+        """Every regular file below ``root`` (name under the scratch directory -> [base64,
+        executable]), and None; or an empty dict and why they cannot be taken. The compiler ran
+        as a program's user, so what it left is read as a program's output is: no link
+        followed, nothing but regular files and directories, bounded in count, depth and size."""
+        files: dict[str, list] = {}
+        total, pending = 0, [(root, prefix, 0)]
+        while pending:
+            directory, name, depth = pending.pop()
+            if depth > 8:
+                return {}, "the compiler's output is nested too deeply"
+            for entry in os.scandir(directory):
+                relative = f"{name}/{entry.name}"
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, relative, depth + 1))
+                    continue
+                if not entry.is_file(follow_symlinks=False) or not _safe_name(relative):
+                    continue
+                if len(files) >= MAX_ARTIFACT_FILES:
+                    return {}, f"the compiler left more than {MAX_ARTIFACT_FILES} files"
+                content = _output_file(entry.path, MAX_ARTIFACT_BYTES + 1 - total)
+                total += len(content)
+                if total > MAX_ARTIFACT_BYTES:
+                    return {}, f"the compiled program exceeds {MAX_ARTIFACT_BYTES} bytes"
+                executable = bool(entry.stat(follow_symlinks=False).st_mode & stat.S_IXUSR)
+                files[relative] = [binascii.b2a_base64(content, newline=False).decode(), executable]
+        return files, None
+
+    def _run_child(self, job, request, head=False):
+        """Run ``job`` in the spare child on the request's stdin and collect what it printed (the
+        head of stderr with ``head``: a compiler's first error is the one that matters)."""
         paths = {name: os.path.join(self.workdir, f"script-{name}") for name in ("in", "out", "err")}
         with open(paths["in"], "w", encoding="utf-8") as handle:
             handle.write(request.get("stdin", ""))
         started = time.perf_counter()
-        pid, requests, replies = self._start({"op": "script", "code": code, "workdir": self.workdir, **paths})
+        pid, requests, replies = self._start({**job, "workdir": self.workdir, **paths})
         os.close(requests)
         os.close(replies)
         exit_code, timed_out = self._wait(pid, float(request.get("timeout", 5.0)))
         runtime = time.perf_counter() - started
         raw = _output_file(paths["out"], MAX_OUTPUT_BYTES + 1)
-        stderr = _tail(paths["err"])
-        self.reset()
+        if head:
+            stderr = _output_file(paths["err"], TAIL_CHARS * 4).decode("utf-8", "replace")[:TAIL_CHARS]
+        else:
+            stderr = _tail(paths["err"])
         return {
             "ok": True,
             "stdout": raw[:MAX_OUTPUT_BYTES].decode("utf-8", "replace"),

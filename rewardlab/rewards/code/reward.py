@@ -4,6 +4,9 @@ Each sample becomes one job in a pool of trusted worker processes. A job starts 
 runner (see `sandbox`), loads the program once, and runs every test of that program through it
 (stdin/stdout tests in a forked child each, call and assert tests as calls into the loaded
 program), so a program with many tests pays for one sandbox and one interpreter start.
+
+Programs in C++, Java, JavaScript, Go and Rust (``language``, see `languages`) go through the
+same sandbox and runner: compiled there once, then run per test as an executable.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import functools
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, InstanceOf
@@ -21,8 +25,15 @@ from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion
 from rewardlab.rewards.code.cases import ProgramTests, read_tests
 from rewardlab.rewards.code.extract import BlockChoice, extract_program
-from rewardlab.rewards.code.harness import STARTUP_ALLOWANCE_S, ProgramReport, run_program
+from rewardlab.rewards.code.harness import STARTUP_ALLOWANCE_S, ProgramReport, run_program, unsupported_tests
+from rewardlab.rewards.code.languages import LANGUAGES, Language
 from rewardlab.rewards.code.sandbox import Isolation, Sandbox, SandboxLimits
+from rewardlab.rewards.code.sandbox_fusion import (
+    RemoteFailure,
+    SandboxFusionOptions,
+    execute_remote,
+    remote_backend,
+)
 from rewardlab.rewards.code.session import adopt_orphans, reap_orphans
 from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.rewards.options import AnswerRegionOption, RewardOptions, takes_options
@@ -35,14 +46,25 @@ from rewardlab.rewards.process_pool import (
 )
 
 WORKER_MEMORY_BYTES = 4 << 30
+ProgramLanguage = Literal["python", "cpp", "java", "javascript", "go", "rust"]
 MAX_DETAILED_TESTS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class LocalRunner:
+    """Where a sample's program runs here: the sandbox, and for a language other than Python how
+    it is built and run (see `languages`) and the time its compiler may take."""
+
+    sandbox: Sandbox
+    language: Language | None = None
+    compile_timeout_s: float = 10.0
 
 
 def execute(
     text: str,
     extraction: Mapping[str, Any],
     tests: ProgramTests,
-    sandbox: Sandbox,
+    runner: LocalRunner,
     limits: tuple[float, float, float],
 ) -> tuple[str, ProgramReport | None]:
     """One sample's job, run in a pool worker (a process that does nothing else): find the
@@ -66,10 +88,12 @@ def execute(
         return method, run_program(
             source,
             tests,
-            sandbox,
+            runner.sandbox,
             test_timeout_s=test_timeout_s,
             total_timeout_s=total_timeout_s,
             tolerance=tolerance,
+            language=runner.language,
+            compile_timeout_s=runner.compile_timeout_s,
         )
     finally:
         reap_orphans()
@@ -103,8 +127,12 @@ class SandboxLimitsOptions(BaseModel):
 class CodeExecutionOptions(RewardOptions):
     """Options of `CodeExecutionReward`."""
 
-    language: Literal["python"] = "python"
-    """The program's language (a runner per language plugs in here)."""
+    language: ProgramLanguage = "python"
+    """The program's language: ``python``, ``cpp`` (g++, C++17), ``java``, ``javascript``
+    (node), ``go`` or ``rust`` (see `rewardlab.rewards.code.languages`)."""
+    compile_timeout_s: float = Field(default=10.0, gt=0)
+    """Wall-clock limit of compiling a program (not Python), within ``total_timeout_s``. A
+    program past it fails every test as a compile error."""
     block: BlockChoice = "last"
     """Which fenced block is the program when there are several: ``last``, ``first``,
     ``longest``, or ``all`` joined in order."""
@@ -134,6 +162,12 @@ class CodeExecutionOptions(RewardOptions):
     """Where the program is looked for: ``default`` (outside reasoning blocks, so code drafted
     while thinking never runs), ``whole``, or a mapping of markers (see
     `rewardlab.rewards.answer_region`)."""
+    backend: Literal["local", "sandbox_fusion"] = "local"
+    """Where programs run: ``local`` (the sandbox here) or ``sandbox_fusion`` (a SandboxFusion
+    server's ``/run_code``, for users who run one; tests are still judged here, see
+    `rewardlab.rewards.code.sandbox_fusion`)."""
+    sandbox_fusion: SandboxFusionOptions | None = None
+    """The SandboxFusion server (``url``) and how to talk to it, for ``backend: sandbox_fusion``."""
 
 
 @takes_options(CodeExecutionOptions)
@@ -160,7 +194,8 @@ class CodeExecutionReward(Reward):
     def __init__(
         self,
         *,
-        language: Literal["python"] = "python",
+        language: ProgramLanguage = "python",
+        compile_timeout_s: float = 10.0,
         block: BlockChoice = "last",
         block_name: str | None = None,
         allow_unfenced: bool = False,
@@ -173,15 +208,31 @@ class CodeExecutionReward(Reward):
         limits: SandboxLimits | SandboxLimitsOptions | Mapping[str, int] | None = None,
         workers: int | None = None,
         answer_region: Any = None,
+        backend: Literal["local", "sandbox_fusion"] = "local",
+        sandbox_fusion: SandboxFusionOptions | Mapping[str, Any] | None = None,
         name: str | None = None,
     ):
         if isinstance(limits, SandboxLimitsOptions):
             limits = SandboxLimits(**limits.model_dump())
         elif isinstance(limits, Mapping):
             limits = SandboxLimits(**limits)
-        self.sandbox = Sandbox(isolation=isolation, limits=limits or SandboxLimits())
-        self.sandbox.check()
+        if language != "python" and language not in LANGUAGES:
+            raise ValueError(f"language must be python or one of {sorted(LANGUAGES)}, got {language!r}")
+        #: None for Python; else how programs are compiled and run (see `languages`).
+        self.runtime = LANGUAGES.get(language)
+        default_limits = self.runtime.limits if self.runtime is not None else SandboxLimits()
+        read_only = self.runtime.read_only if self.runtime is not None else ()
+        self.sandbox = Sandbox(isolation=isolation, limits=limits or default_limits, read_only=read_only)
+        #: The SandboxFusion server programs run on, or None to run them here.
+        self.remote = remote_backend(
+            backend, sandbox_fusion, language, self.sandbox.limits.memory_bytes, compile_timeout_s
+        )
+        if self.remote is None:
+            if self.runtime is not None:
+                self.runtime.check()  # first: the sandbox's own check binds what it needs
+            self.sandbox.check()
         self.language = language
+        self.compile_timeout_s = compile_timeout_s
         self.block = block
         self.block_name = block_name
         self.allow_unfenced = allow_unfenced
@@ -235,15 +286,24 @@ class CodeExecutionReward(Reward):
             text, extraction, no_answer = self._text_and_extraction(sample)
         except InvalidInput as error:
             return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+        unsupported = unsupported_tests(self.runtime, tests)
+        if unsupported is not None:
+            return Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: fields: {unsupported}")
         details: dict[str, Any] = {"tests_total": tests.count}
         if text is None:
             return Score(value=0.0, reason=no_answer, details={**details, "extraction": "none"})
         budget = self.total_timeout_s + STARTUP_ALLOWANCE_S * 2
         limits = (self.test_timeout_s, self.total_timeout_s, self.float_tolerance)
         try:
-            method, report = await self.pool.run(
-                execute, text, extraction, tests, self.sandbox, limits, budget_s=budget
-            )
+            if self.remote is not None:
+                method, report = await self.pool.run(
+                    execute_remote, text, extraction, tests, self.remote, limits, budget_s=budget
+                )
+            else:
+                runner = LocalRunner(self.sandbox, self.runtime, self.compile_timeout_s)
+                method, report = await self.pool.run(
+                    execute, text, extraction, tests, runner, limits, budget_s=budget
+                )
         except TaskTimeout as error:
             return Score.failure(Status.TIMEOUT, f"the execution harness {error}", details=details)
         except (TaskFailed, WorkerCrashed) as error:
@@ -251,6 +311,8 @@ class CodeExecutionReward(Reward):
         details["extraction"] = method
         if report is None:
             return Score(value=0.0, reason="no program found in the completion", details=details)
+        if isinstance(report, RemoteFailure):
+            return Score.failure(report.status, f"{sample.label(index)}: {report.reason}", details=details)
         return self._score(report, tests.count, details)
 
     def _score(self, report: ProgramReport, total: int, details: dict[str, Any]) -> Score:

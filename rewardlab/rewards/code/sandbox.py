@@ -5,11 +5,14 @@ Every sandboxed process is started as::
     setpriv --reuid=U --regid=U --clear-groups --no-new-privs --   (an unprivileged user)
       prlimit --nproc --as --cpu --fsize --nofile --                (resource limits)
         bwrap --unshare-all --as-pid-1 ... --                       (namespaces, read-only system)
-          /usr/bin/python3 -I -S /sandbox/python_runner.py
+          /usr/bin/python3 -I -S /sandbox/python_runner.py   (which runs compilers and
+                                                              programs in other languages too)
 
 - Namespaces (bwrap): no network (a new, empty network namespace), its own PID namespace (when
   its first process dies, the kernel kills every process in it), a read-only view of ``/usr``
-  only (no ``/etc``, no home, no project, no ``/proc`` of the host), a read-only ``/dev`` with a
+  only (no ``/etc``, no home, no project, no ``/proc`` of the host; a language whose toolchain
+  keeps its configuration elsewhere names that directory, read-only, in `Sandbox.read_only`:
+  Java's ``/etc/java-17-openjdk``, see `languages`), a read-only ``/dev`` with a
   small ``/dev/shm``, a private ``/tmp`` tmpfs of bounded size, an empty environment, and a
   seccomp filter (see `seccomp`).
 - Our runner is the namespace's first process (``--as-pid-1``): bwrap's own init would run as the
@@ -145,10 +148,14 @@ class Sandbox:
         isolation: ``"bwrap"`` (default) or ``"unsafe_local"``: no namespaces and no user
             switch, for trusted code only; limits and deadlines still apply.
         limits: Resource limits of each run.
+        read_only: Host directories outside ``/usr`` shown read-only at the same path, for a
+            toolchain that keeps its configuration there (the JDK's ``/etc/java-17-openjdk``,
+            see `languages`). Empty for Python.
     """
 
     isolation: Isolation = "bwrap"
     limits: SandboxLimits = SandboxLimits()
+    read_only: tuple[str, ...] = ()
 
     def check(self) -> None:
         """Fail with instructions when this machine cannot provide the requested isolation."""
@@ -237,6 +244,7 @@ class Sandbox:
             "--symlink", "usr/bin", "/bin",
             "--symlink", "usr/lib", "/lib",
             "--symlink", "usr/lib64", "/lib64",
+            *[argument for path in self.read_only for argument in ("--ro-bind", path, path)],
             "--proc", "/proc",
             "--dev", "/dev",
             "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
