@@ -26,6 +26,16 @@ from rewardlab.testing import ScriptedPoolingServer
 
 MATH = Sample(prompt="What is 2 + 3?", completion="2 + 3 = 5, so the answer is $\\boxed{5}$.", reference="5")
 CHAT = Sample(prompt="Name a primary colour.", completion="Red is a primary colour.", reference="Red")
+#: An agent trajectory: a tool call, its result, the final answer.
+TRAJECTORY = [
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 3}}}],
+    },
+    {"role": "tool", "name": "add", "content": "5"},
+    {"role": "assistant", "content": "The answer is $\\boxed{5}$."},
+]
 
 #: (config, sample to score, or None to build only) for every registered reward type.
 CASES: dict[str, tuple[dict[str, Any], Sample | None]] = {
@@ -37,6 +47,15 @@ CASES: dict[str, tuple[dict[str, Any], Sample | None]] = {
     "string_match": ({}, CHAT),
     "regex_match": ({"pattern": r"\bRed\b"}, CHAT),
     "json_schema": ({"schema": {"type": "object"}}, Sample(completion='{"a": 1}')),
+    "tool_call": (
+        {},
+        Sample(
+            completion='<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>',
+            reference='[{"get_weather": {"city": ["Paris"]}}]',
+        ),
+    ),
+    # BLEU and chrF need the `similarity` extra, which command 1 does not install.
+    "text_similarity": ({"metric": "token_f1"}, CHAT),
     "instruction_following": (
         {},
         Sample(
@@ -55,6 +74,13 @@ CASES: dict[str, tuple[dict[str, Any], Sample | None]] = {
     ),
     "ensemble": ({"members": {"exact": {"type": "string_match"}, "math": {"type": "math_answer"}}}, MATH),
     "length_controlled": ({"reward": {"type": "math_answer"}, "fit": "batch"}, MATH),
+    "final_answer": ({"reward": {"type": "math_answer"}}, dataclasses.replace(MATH, completion=TRAJECTORY)),
+    "per_turn": ({"reward": {"type": "regex_match", "pattern": "add"}}, Sample(completion=TRAJECTORY)),
+    "environment_state": (
+        {},
+        Sample(fields={"environment_state": {"total": 5}, "expected_state": {"total": 5}}),
+    ),
+    "fallback": ({"rewards": [{"type": "math_answer"}, {"type": "pointwise_judge", "scale": [1, 5]}]}, MATH),
     "pointwise_judge": ({"scale": [1, 5]}, CHAT),
     "pairwise_judge": ({}, CHAT),
     "listwise_judge": ({}, CHAT),
@@ -62,6 +88,8 @@ CASES: dict[str, tuple[dict[str, Any], Sample | None]] = {
     "rubric": ({"rubric": [{"text": "Names a primary colour", "category": "essential"}]}, CHAT),
     "self_proposed_rubric": ({}, CHAT),
     "step_judge": ({}, MATH),
+    "turn_judge": ({}, Sample(prompt=MATH.prompt, completion=TRAJECTORY)),
+    "vote": ({"judge": {"type": "pointwise_judge", "scale": [1, 5], "temperature": 0.7}, "n": 3}, CHAT),
     "implicit_prm": ({"policy": "embedded", "reference": "embedded"}, MATH),
     "progress_advantage": ({"policy": "embedded", "reference": "embedded"}, MATH),
     "monte_carlo_steps": ({"verifier": {"type": "math_answer"}, "n": 1}, MATH),

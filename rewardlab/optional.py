@@ -29,6 +29,7 @@ EXTRAS = {
     "matplotlib": "bench",
     "prometheus_client": "serve",
     "ray": "ray",
+    "sacrebleu": "similarity",
 }
 
 

@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from rewardlab.errors import RubricError, StepSplitError, UnclosedFence, VerdictError
+from rewardlab.errors import InvalidInput, RubricError, StepSplitError, UnclosedFence, VerdictError
 from rewardlab.judges.verdicts import (
     VERDICT_WORDS,
     LabelSet,
@@ -44,6 +44,7 @@ from rewardlab.rewards.math.text import reader_text
 from rewardlab.rewards.shaping import RepetitionPenalty
 from rewardlab.rewards.step_splitting import _merge_shortest, given_spans, split_steps
 from rewardlab.rewards.steps import StepOptions, step_spans
+from rewardlab.rewards.trajectory import read_trajectory, turn_text
 from rewardlab.rubrics.elicit import same_criterion
 from rewardlab.rubrics.generate import read_generated_criteria
 from rewardlab.rubrics.model import Rubric
@@ -79,6 +80,17 @@ def _quietly(parse: Callable[[str], object], *documented: type[BaseException]) -
 
 _repetition_words = RepetitionPenalty(unit="words")
 _repetition_chars = RepetitionPenalty(unit="chars")
+
+
+def _trajectory_text(text: str) -> list[str]:
+    """A trajectory whose text and tool-call arguments a model wrote, read and rendered for a judge."""
+    message = {
+        "role": "assistant",
+        "content": text,
+        "tool_calls": [{"function": {"name": "f", "arguments": text}}],
+    }
+    return [turn_text(turn) for turn in read_trajectory([message]).turns]
+
 
 #: Every parser in scope that sees model-written text, as a function of that text alone.
 PARSERS: dict[str, Callable[[str], object]] = {
@@ -126,6 +138,7 @@ PARSERS: dict[str, Callable[[str], object]] = {
     "repetition_penalty_chars": lambda t: _repetition_chars.check(Sample(completion=t)),
     "code_blocks": code_blocks,
     "extract_program": lambda t: extract_program(t, block="all", block_name="sol.py", allow_unfenced=True),
+    "read_trajectory": _quietly(_trajectory_text, InvalidInput),
 }
 
 

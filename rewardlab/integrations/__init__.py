@@ -1,7 +1,8 @@
 """rewardlab inside training stacks: the TRL adapter (`as_reward_func`; `trl`) and callbacks
 (`RubricElicitationCallback`; `trl_callbacks`; `HackingWatch`, which watches a run for reward
-hacking; `hacking_watch`), and OpenRLHF's remote reward wire format (`openrlhf`), which
-``rewardlab serve`` answers at ``/get_reward``.
+hacking; `hacking_watch`), OpenRLHF's remote reward wire format (`openrlhf`), which
+``rewardlab serve`` answers at ``/get_reward``, and verl's custom reward function and reward
+manager (`verl`, `verl_reward_manager`; verl loads them by module path).
 """
 
 from rewardlab.lazy_exports import lazy_exports

@@ -2,8 +2,14 @@
 
 TRL calls a reward function with keywords: ``prompts``, ``completions``, ``completion_ids``, one
 list per dataset column, and ``trainer_state``, ``log_extra`` and ``log_metric``; prompts and
-completions are strings (standard format) or chat messages (conversational format). It needs
-exactly one float (or None) per completion, and names the function by its ``__name__``.
+completions are strings (standard format) or chat messages (conversational format; with tools, a
+completion is the whole multi-turn trajectory: assistant messages with ``tool_calls`` and the
+``tool`` messages answering them). With an ``environment_factory``, TRL also passes
+``environments``, one environment instance per completion (``trl/trainer/grpo_trainer.py``,
+``_calculate_rewards``: ``reward_kwargs["environments"] = self.environments``); the adapter puts
+a JSON view of each (`environment_state`) in the sample's ``fields["environment_state"]``, so a
+reward such as ``environment_state`` can check the final state. It needs exactly one float (or
+None) per completion, and names the function by its ``__name__``.
 `as_reward_func` builds such a function: a picklable callable class (TRL copies reward functions
 to workers) whose ``__name__`` is the reward's name, async when the reward waits on I/O so TRL
 runs it concurrently with its other async rewards.
@@ -11,13 +17,17 @@ runs it concurrently with its other async rewards.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
+import sys
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from rewardlab.errors import RewardFailed
 from rewardlab.rewards.contract import REFERENCE_COLUMNS, Reward, Sample, Score, Status
+from rewardlab.rewards.trajectory import ENVIRONMENT_STATE_FIELD
 
 _TRAINER_KEYWORDS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
 
@@ -77,8 +87,11 @@ class RewardFunc:
         completions: Sequence[Any],
         completion_ids: Sequence[Sequence[int]] | None,
         columns: dict[str, Sequence[Any]],
+        environments: Sequence[Any] | None = None,
     ) -> list[Sample]:
-        """One `Sample` per completion: dataset columns become fields, one of them the reference."""
+        """One `Sample` per completion: dataset columns become fields, one of them the reference;
+        with TRL's ``environments``, each completion's environment as JSON in
+        ``fields["environment_state"]`` (`environment_state`)."""
         reference_column = self.reference_column or next((c for c in REFERENCE_COLUMNS if c in columns), None)
         if reference_column is not None and reference_column not in columns:
             raise KeyError(
@@ -90,6 +103,8 @@ class RewardFunc:
             fields = {name: values[index] for name, values in columns.items()}
             if completion_ids is not None:
                 fields["completion_ids"] = completion_ids[index]
+            if environments is not None:
+                fields[ENVIRONMENT_STATE_FIELD] = environment_state(environments[index])
             reference = fields.get(reference_column) if reference_column else None
             identifier = fields.get(self.id_column)
             samples.append(
@@ -142,18 +157,28 @@ class RewardFunc:
             log_extra(f"{self.__name__}/status", [s.status.value for s in scores])
             log_extra(f"{self.__name__}/reason", [s.reason for s in scores])
 
-    def _prepare(self, kwargs: dict[str, Any]) -> tuple[list[Sample], LogMetric | None, LogExtra | None]:
+    def _prepare(
+        self, kwargs: dict[str, Any]
+    ) -> tuple[list[Sample], slice, LogMetric | None, LogExtra | None]:
+        """The samples to score and where this call's own lie among them: every process's samples
+        for a reward that scores groups (`whole_groups`), else this call's."""
         prompts = kwargs.pop("prompts")
         completions = kwargs.pop("completions")
         completion_ids = kwargs.pop("completion_ids", None)
         log_metric = kwargs.get("log_metric")
         log_extra = kwargs.get("log_extra")
+        environments = kwargs.get("environments")
         columns = {key: value for key, value in kwargs.items() if key not in _TRAINER_KEYWORDS}
-        return self.samples(prompts, completions, completion_ids, columns), log_metric, log_extra
+        samples = self.samples(prompts, completions, completion_ids, columns, environments)
+        if self.reward.scores_groups:
+            samples, own = whole_groups(samples)
+        else:
+            own = slice(0, len(samples))
+        return samples, own, log_metric, log_extra
 
     def __call__(self, **kwargs: Any) -> list[float | None]:
-        samples, log_metric, log_extra = self._prepare(kwargs)
-        scores = self.reward.score(samples)
+        samples, own, log_metric, log_extra = self._prepare(kwargs)
+        scores = self.reward.score(samples)[own]
         self.report(scores, log_metric, log_extra)
         return self.values(scores)
 
@@ -164,10 +189,119 @@ class AsyncRewardFunc(RewardFunc):
     # TRL tells an async reward function apart by its coroutine ``__call__``; a subclass keeps
     # ``isinstance(func, RewardFunc)`` true for both forms.
     async def __call__(self, **kwargs: Any) -> list[float | None]:  # type: ignore[override]
-        samples, log_metric, log_extra = self._prepare(kwargs)
-        scores = await self.reward.ascore(samples)
+        samples, own, log_metric, log_extra = self._prepare(kwargs)
+        scores = (await self.reward.ascore(samples))[own]
         self.report(scores, log_metric, log_extra)
         return self.values(scores)
+
+
+def whole_groups(samples: list[Sample]) -> tuple[list[Sample], slice]:
+    """Every process's samples, in rank order, and where this process's lie among them.
+
+    TRL computes rewards on each process's share of the generation batch and gathers the values
+    afterwards, and a share need not hold whole groups: with ``num_generations: 4`` and two
+    completions per process, each process holds half of each prompt's completions. A reward that
+    grades a group (a pairwise judge, Kimi's length reward, group normalisation) would then grade
+    halves - or, below its minimum group size, nothing at all. So for such a reward (`scores_groups`)
+    every process gathers all processes' samples (``torch.distributed.all_gather_object``), scores
+    them all, and keeps its own: the groups are whole, at the cost of scoring the batch on each
+    process. Outside a multi-process run this is the samples as they are.
+
+    The gathering is a collective call: it happens before the reward is awaited, so that every
+    process makes its collective calls in the same order (TRL calls sync reward functions one by
+    one and starts async ones in order).
+    """
+    torch = sys.modules.get("torch")
+    distributed = getattr(torch, "distributed", None)
+    if (
+        distributed is None
+        or not distributed.is_available()
+        or not distributed.is_initialized()
+        or distributed.get_world_size() < 2
+    ):
+        return samples, slice(0, len(samples))
+    gathered: list[list[Sample]] = [[] for _ in range(distributed.get_world_size())]
+    distributed.all_gather_object(gathered, samples)
+    start = sum(len(part) for part in gathered[: distributed.get_rank()])
+    return [sample for part in gathered for sample in part], slice(start, start + len(samples))
+
+
+def environment_state(environment: Any) -> dict[str, Any]:
+    """A JSON view of a TRL environment instance, taken when the reward is computed.
+
+    TRL reuses environment instances across batches (it resets them, it does not make new ones),
+    so a reward must see a copy of the state as the rollout left it, not the live object. The
+    view is the environment's ``to_dict()`` when it defines one (the way to choose what a reward
+    sees, or to hide a connection or a random generator), else the fields of a dataclass, else
+    its instance attributes (``__dict__`` and set ``__slots__``, private ones included: TRL's own
+    examples keep state in ``self._counter``). Tuples and sets become lists (sets sorted),
+    nested dataclasses mappings. A value with no JSON form is a `TypeError` naming the
+    environment's class and the attribute, raised at the first reward call rather than scoring a
+    state the reward cannot read.
+
+    Example:
+        >>> class Counter:
+        ...     def __init__(self):
+        ...         self._count = 0
+        ...     def reset(self, **kwargs):
+        ...         self._count = 0
+        ...     def increment(self, step: int) -> int:
+        ...         self._count += step
+        ...         return self._count
+        >>> counter = Counter()
+        >>> counter.increment(2)
+        2
+        >>> environment_state(counter)
+        {'_count': 2}
+    """
+    name = type(environment).__name__
+    if callable(getattr(environment, "to_dict", None)):
+        state = environment.to_dict()
+        if not isinstance(state, Mapping):
+            raise TypeError(
+                f"environment {name}: to_dict() must return a mapping, got {type(state).__name__}"
+            )
+    elif dataclasses.is_dataclass(environment) and not isinstance(environment, type):
+        state = {f.name: getattr(environment, f.name) for f in dataclasses.fields(environment)}
+    else:
+        state = _attributes(environment)
+    return {
+        str(key): _json_value(value, f"environment {name}: attribute {key!r}") for key, value in state.items()
+    }
+
+
+def _attributes(environment: Any) -> dict[str, Any]:
+    """Instance attributes: those in ``__dict__`` and, for a class with ``__slots__``, the slots
+    that are set."""
+    found = dict(getattr(environment, "__dict__", {}))
+    for klass in type(environment).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot not in ("__dict__", "__weakref__") and hasattr(environment, slot):
+                found.setdefault(slot, getattr(environment, slot))
+    return found
+
+
+def _json_value(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise TypeError(f"{where} is {value}, which JSON cannot hold")
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        items = [_json_value(v, f"{where} item") for v in value]
+        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+    if isinstance(value, list | tuple):
+        return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    raise TypeError(
+        f"{where} is a {type(value).__name__}, which has no JSON form; define to_dict() on the "
+        "environment, returning the state a reward should see"
+    )
 
 
 def as_reward_func(reward: Reward, *, asynchronous: bool | None = None, **options: Any) -> RewardFunc:
@@ -185,7 +319,7 @@ def as_reward_func(reward: Reward, *, asynchronous: bool | None = None, **option
 
     Example:
         >>> from rewardlab import build
-        >>> accuracy = as_reward_func(build({"type": "math_answer"}))
+        >>> accuracy = as_reward_func(build({"type": "math_answer"}), asynchronous=False)
         >>> accuracy.__name__
         'math_answer'
         >>> accuracy(prompts=["1+1?"], completions=["\\\\boxed{2}"], answer=["2"])

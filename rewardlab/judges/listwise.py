@@ -77,6 +77,7 @@ class ListwiseJudge(Judge):
     """
 
     name = "listwise_judge"
+    scores_groups = True
 
     def __init__(
         self,

@@ -8,6 +8,17 @@ once) is a tie. How often the two orders agree is reported as position consisten
 A completion is compared either with the other completions of its prompt in the batch
 (``against: group``, round-robin, the GRPO setting) or with a baseline response from the
 sample's fields (``against: baseline``, Arena-Hard style).
+
+Within a group, ``check_transitivity`` counts the triads of completions whose comparisons form a
+cycle (A beats B, B beats C, C beats A): no ranking agrees with such a triad, so a group with
+many of them has win rates that say more about the judge than about the completions. The count is
+Kendall and Babington Smith's circular triads ("On the method of paired comparisons",
+Biometrika 1940), the measure Xu et al. apply to LLM judges with both orders asked ("Investigating
+Non-Transitivity in LLM-as-a-Judge", ICML 2025, arXiv:2502.14074: the share of triads that are
+hard non-transitive). A comparison's winner is the side its two-order preference favours; a tie
+(exactly 0.5: a split verdict) is no winner, so a triad with a tie is checked but never counted as
+a cycle (``tied_triads`` says how many), since counting weak intransitivity would flag every
+position-inconsistent pair a second time.
 """
 
 from __future__ import annotations
@@ -19,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rewardlab.judges.judge import (
     Judge,
@@ -30,8 +41,10 @@ from rewardlab.judges.judge import (
 )
 from rewardlab.judges.verdicts import LabelSet
 from rewardlab.rewards.contract import Sample, Score, Status, Usage
-from rewardlab.rewards.options import takes_options
+from rewardlab.rewards.options import OptionError, takes_options
 
+#: How many of a group's cycles each score lists (the count is always whole).
+MAX_CYCLES_LISTED = 20
 PAIR_LABELS = LabelSet(["A", "B", "tie"], aliases={"C": "tie", "draw": "tie", "equal": "tie"})
 
 
@@ -87,6 +100,19 @@ class PairwiseJudgeOptions(JudgeOptions):
     """What to compare on, added to the prompt."""
     use_reference: bool = True
     """Show the judge the sample's reference answer, when it has one."""
+    check_transitivity: bool = False
+    """Count the group's intransitive triads (``against: group``; see the module docstring):
+    ``details["transitivity"]`` of each sample, and ``intransitive_fraction`` in the breakdown
+    (logged as a metric by the TRL adapter) where the group has a triad whose three comparisons
+    gave a verdict. No extra calls: it reads the comparisons already made."""
+
+    @model_validator(mode="after")
+    def _transitivity_within_a_group(self) -> PairwiseJudgeOptions:
+        if self.check_transitivity and self.against != "group":
+            raise OptionError(
+                "check_transitivity", "needs against: group; a baseline comparison has no triads"
+            )
+        return self
 
 
 @takes_options(PairwiseJudgeOptions)
@@ -116,11 +142,14 @@ class PairwiseJudge(Judge):
         max_opponents: int | None = None,
         criteria: str | None = None,
         use_reference: bool = True,
+        check_transitivity: bool = False,
         **options: Any,
     ):
         super().__init__(**options)
         self.check_labels(PAIR_LABELS)
+        self.check_transitivity = check_transitivity
         self.against = against
+        self.scores_groups = against == "group"
         self.baseline_field = baseline_field
         self.group_field = group_field
         self.max_opponents = max_opponents
@@ -181,6 +210,11 @@ class PairwiseJudge(Judge):
         for (i, j), comparison in zip(ordered, results, strict=True):
             by_sample[i].append((comparison, False, samples[j].id or f"#{j}"))
             by_sample[j].append((comparison, True, samples[i].id or f"#{i}"))
+        preferences = {
+            pair: comparison.preference()
+            for pair, comparison in zip(ordered, results, strict=True)
+            if comparison.ok
+        }
         for members in groups.values():
             for index in members:
                 who = samples[index].label(index)
@@ -191,6 +225,8 @@ class PairwiseJudge(Judge):
                     )
                 else:
                     scores[index] = self._score(by_sample[index], who)
+            if self.check_transitivity and len(members) > 1:
+                _add_transitivity(members, preferences, scores, samples)
 
     def _pairs(self, members: list[int]) -> list[tuple[int, int]]:
         size = len(members)
@@ -266,3 +302,45 @@ class PairwiseJudge(Judge):
 def _failed(comparison: Comparison, opponent: str) -> dict[str, Any]:
     score = comparison.failure(opponent)
     return {"opponent": opponent, "status": str(score.status), "reason": score.reason}
+
+
+def _beats(preferences: dict[tuple[int, int], float], x: int, y: int) -> int:
+    """1 when x beat y, -1 when y beat x, 0 for a tie (``preferences`` holds P(i beats j) for
+    i < j)."""
+    p = preferences[(x, y)] if x < y else 1.0 - preferences[(y, x)]
+    return (p > 0.5) - (p < 0.5)
+
+
+def _add_transitivity(
+    members: list[int],
+    preferences: dict[tuple[int, int], float],
+    scores: list[Score | None],
+    samples: Sequence[Sample],
+) -> None:
+    """Count the group's triads, tied triads and cycles, and add them to its members' scores."""
+    triads = tied = 0
+    cycles: list[tuple[int, int, int]] = []
+    for a, b, c in itertools.combinations(sorted(members), 3):
+        if not all(pair in preferences for pair in ((a, b), (b, c), (a, c))):
+            continue
+        triads += 1
+        outcomes = (_beats(preferences, a, b), _beats(preferences, b, c), _beats(preferences, c, a))
+        if 0 in outcomes:
+            tied += 1
+        elif outcomes[0] == outcomes[1] == outcomes[2]:  # a>b>c>a, or a<b<c<a
+            cycles.append((a, b, c))
+    fraction = len(cycles) / triads if triads else None
+    for index in members:
+        score = scores[index]
+        if score is None or not score.ok:
+            continue
+        score.details["transitivity"] = {
+            "triads": triads,
+            "tied_triads": tied,
+            "intransitive": len(cycles),
+            "fraction": fraction,
+            "in_cycles": sum(index in cycle for cycle in cycles),
+            "cycles": [[samples[i].id or f"#{i}" for i in cycle] for cycle in cycles[:MAX_CYCLES_LISTED]],
+        }
+        if fraction is not None:
+            score.breakdown["intransitive_fraction"] = fraction

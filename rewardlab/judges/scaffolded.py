@@ -149,6 +149,7 @@ class ReferenceScaffoldedJudge(Judge):
     ):
         super().__init__(**options)
         self.level = level
+        self.scores_groups = level == "process"
         self.per_segment = process_calls == "per_segment" or (process_calls == "auto" and not self.reasoning)
         if level == "process" and options.get("template") is None:
             name = "scaffolded_segment.jinja" if self.per_segment else "scaffolded_process.jinja"

@@ -33,6 +33,7 @@ from rewardlab.llm.breaker import CircuitBreaker
 from rewardlab.llm.cache import AnswerCache
 from rewardlab.llm.fence import Fence
 from rewardlab.llm.retrying import RetryPolicy, call_with_retries
+from rewardlab.llm.seeding import seeded
 from rewardlab.rewards.contract import Status, Usage
 
 logger = logging.getLogger(__name__)
@@ -160,8 +161,10 @@ class ModelClient:
         With ``keep``, an answer is stored only when ``keep`` accepts it, and a stored one that it
         no longer accepts is removed and asked again. A sampled request (temperature above 0)
         without a seed is a fresh draw each time: it skips the cache and the sharing of calls in
-        flight.
+        flight. Inside `rewardlab.llm.seeding.sampling_seed`, a sampled request without a seed
+        takes that block's seed first (how each vote of a `vote` reward is its own cached draw).
         """
+        request = seeded(request)
         if request.temperature > 0 and request.seed is None:
             async with self._state().semaphore:
                 return await self._call(request)

@@ -214,6 +214,7 @@ class SequenceClassifierReward(Reward):
             clip=clip,
             group_field=group_field,
         )
+        self.scores_groups = shaping == "group"
         self.trust_remote_code, self.score_method = trust_remote_code, score_method
         self.device, self.dtype = device, dtype
         if name is not None:

@@ -182,6 +182,7 @@ class ServedRewardModel(Reward):
             clip=clip,
             group_field=group_field,
         )
+        self.scores_groups = shaping == "group"
         self.batch_size = batch_size
         backend = PoolingBackend(
             url, protocol, model=model, timeout_s=timeout_s, api_key_env=api_key_env, extra_body=extra_body

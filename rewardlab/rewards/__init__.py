@@ -2,14 +2,15 @@
 
 - The contract: `Sample`, `Score`, `Status`, `Usage`, `Reward` (`contract`); `RuleReward`, the base
   of per-sample checks run in killable workers (`rule`).
-- Composition and configuration: `Combine`, `Route` (`combine`); `build`, `register`,
-  `available` (`registry`); each reward's options model, `options_model` and `options_schema`
-  (`options`).
+- Composition and configuration: `Combine`, `Route` (`combine`), `Fallback` (`fallback`); `build`,
+  `register`, `available` (`registry`); each reward's options model, `options_model` and
+  `options_schema` (`options`).
 - Defenses against reward hacking: `EnsembleReward` (`ensemble`), `LengthControlledReward` and
   `fit_length_calibration` (`length_controlled`).
 - Rule verifiers: `MathAnswerReward` (`math`), `CodeExecutionReward` (`code`), format, regex and
   string checks (`format`), `JsonSchemaReward`, `InstructionFollowingReward`, length and
-  repetition shaping (`shaping`).
+  repetition shaping (`shaping`), `ToolCallReward` (`tool_calls`), `TextSimilarityReward`
+  (`text_similarity`).
 - Steps: `split_steps` (`step_splitting`), `StepOptions`, `aggregate_steps` and
   `process_advantages` (`steps`).
 
@@ -27,6 +28,7 @@ _EXPORTS = {
     "RuleReward": "rewardlab.rewards.rule",
     "Combine": "rewardlab.rewards.combine",
     "Route": "rewardlab.rewards.combine",
+    "Fallback": "rewardlab.rewards.fallback",
     "EnsembleReward": "rewardlab.rewards.ensemble",
     "LengthControlledReward": "rewardlab.rewards.length_controlled",
     "fit_length_calibration": "rewardlab.rewards.length_controlled",
@@ -41,6 +43,8 @@ _EXPORTS = {
     "RegexMatchReward": "rewardlab.rewards.format",
     "StringMatchReward": "rewardlab.rewards.format",
     "JsonSchemaReward": "rewardlab.rewards.json_schema",
+    "ToolCallReward": "rewardlab.rewards.tool_calls.reward",
+    "TextSimilarityReward": "rewardlab.rewards.text_similarity.reward",
     "InstructionFollowingReward": "rewardlab.rewards.instructions",
     "SoftOverlongPunishment": "rewardlab.rewards.shaping",
     "RepetitionPenalty": "rewardlab.rewards.shaping",

@@ -120,6 +120,7 @@ class Combine(Reward):
         gated = [self.gate] if self.gate else []
         self.io_bound = any(r.io_bound for r in [*self.components.values(), *gated])
         self.uses_gpu = any(r.uses_gpu for r in [*self.components.values(), *gated])
+        self.scores_groups = any(r.scores_groups for r in [*self.components.values(), *gated])
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         rewards = dict(self.components)
@@ -241,6 +242,7 @@ class Route(Reward):
         defaults = [self.default] if self.default else []
         self.io_bound = any(r.io_bound for r in [*self.routes.values(), *defaults])
         self.uses_gpu = any(r.uses_gpu for r in [*self.routes.values(), *defaults])
+        self.scores_groups = any(r.scores_groups for r in [*self.routes.values(), *defaults])
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)

@@ -250,6 +250,10 @@ class Reward(abc.ABC):
     #: True when the reward runs a model in this process, on the GPU when there is one; the Ray
     #: engine then gives each of its worker actors a share of the cluster's GPUs.
     uses_gpu: bool = False
+    #: True when a sample's score depends on the other samples of its group in the same call
+    #: (pairwise and listwise judges, group length shaping, group normalisation): the TRL adapter
+    #: then scores the groups whole when a trainer splits them across processes.
+    scores_groups: bool = False
 
     @abc.abstractmethod
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:

@@ -75,6 +75,7 @@ class SelfProposedRubricReward(Judge):
     """
 
     name = "self_proposed_rubric"
+    scores_groups = True
     template_package = "rewardlab.rubrics"
     default_template = "cat_synthesize.jinja"
 

@@ -18,6 +18,8 @@ CONFIGS = {
     "regex_match": {"pattern": "a+"},
     "string_match": {},
     "json_schema": {"schema": {"type": "object"}},
+    "tool_call": {},
+    "text_similarity": {"metric": "rouge_l"},
     "soft_overlong": {"max_length": 20, "cache_length": 5, "unit": "chars"},
     "repetition_penalty": {},
     "length": {"mode": "linear_target", "target_length": 10, "unit": "chars"},
@@ -32,6 +34,15 @@ CONFIGS = {
     },
     "ensemble": {"members": {"a": {"type": "string_match"}, "b": {"type": "regex_match", "pattern": "2"}}},
     "length_controlled": {"reward": {"type": "repetition_penalty"}, "fit": "batch"},
+    "final_answer": {"reward": {"type": "math_answer"}},
+    "per_turn": {"reward": {"type": "string_match"}},
+    "environment_state": {},
+    "fallback": {
+        "rewards": [
+            {"type": "route", "routes": {"y": {"type": "string_match"}}},
+            {"type": "regex_match", "pattern": "a+"},
+        ]
+    },
     # Judges on the embedded model, in process; no cache, so every call reaches the model.
     "pointwise_judge": {"scale": [1, 5], "client": {"cache": None}},
     "pairwise_judge": {"client": {"cache": None}},
@@ -50,13 +61,19 @@ CONFIGS = {
     "dpo_implicit": {"policy": "embedded", "reference": None},
     "monte_carlo_steps": {"verifier": {"type": "math_answer"}, "n": 1, "continuer": {"max_tokens": 4}},
     "step_judge": {"client": {"cache": None}},
+    "turn_judge": {"client": {"cache": None}},
+    # Two sampled votes of a judge on the embedded model; the seeds make them repeatable.
+    "vote": {
+        "judge": {"type": "pointwise_judge", "scale": [1, 5], "temperature": 0.7, "client": {"cache": None}},
+        "n": 2,
+    },
     # A rule reward behind a real `rewardlab serve` app on a free loopback port (see served_url).
     "remote": {"retries": 0},
     # A scripted vLLM pooling server on a free loopback port (see pooling_url).
     "served_reward_model": {"client": {"max_attempts": 1}},
 }
 JUDGES = {kind for kind in CONFIGS if kind.endswith(("_judge", "rubric"))} | {
-    "progress_advantage", "implicit_prm", "monte_carlo_steps", "dpo_implicit"
+    "progress_advantage", "implicit_prm", "monte_carlo_steps", "dpo_implicit", "vote"
 }  # fmt: skip
 SAMPLE = Sample(
     prompt="p",
