@@ -19,6 +19,9 @@ from rewardlab.errors import UsageError
 
 #: The exit status when an exploit fails the probe (a pipeline failure exits with the same status).
 EXPLOIT_FOUND = PIPELINE_FAILED
+#: The exit status when the probe measured nothing (no row probed) or could not score what it
+#: made (variants' token ids unknown), and no exploit failed: not a pass, and not a finding.
+NOTHING_MEASURED = 3
 
 
 def add_probe_command(commands: argparse._SubParsersAction) -> None:
@@ -29,7 +32,8 @@ def add_probe_command(commands: argparse._SubParsersAction) -> None:
         "variants of them (answer, format, judge, length, code and character games), score those, "
         "and report per exploit how often a variant scores more than its baseline (the honest "
         "rollout, or for answer-aware exploits a decoy control). Writes OUTPUT/report.md and "
-        "OUTPUT/probe.json; exits 1 when an exploit's win rate is above --threshold.",
+        "OUTPUT/probe.json; exits 1 when an exploit's win rate is above --threshold (or the reward failed), "
+        "3 when nothing could be measured (no row scored ok, or variants' token ids unknown).",
     )
     probe.add_argument(
         "--config", metavar="CONFIG.yaml", help="reward config YAML file (required but with --list)"
@@ -57,6 +61,12 @@ def add_probe_command(commands: argparse._SubParsersAction) -> None:
     probe.add_argument("--limit", type=positive_int, metavar="N", help="only the first N rows")
     probe.add_argument(
         "--seed", type=int, default=0, metavar="N", help="seed of every random choice (default: 0)"
+    )
+    probe.add_argument(
+        "--tokenizer",
+        metavar="MODEL",
+        help="the policy's tokenizer (a local model folder, a GGUF file or 'embedded'): rows' "
+        "completion_ids are re-made from each scored text with it; without it they are dropped",
     )
     add_batching_arguments(probe)
     probe.add_argument("--list", action="store_true", help="list the exploits and exit")
@@ -93,6 +103,7 @@ def _probe(args: argparse.Namespace) -> int:
     if not samples:
         raise UsageError(f"--data {args.data}: no readable rows")
     output = args.output or Path("probe-results") / Path(args.config).stem
+    tokenizer = None if args.tokenizer is None else _tokenizer(args.tokenizer)
     reward = build_reward(args.config)
     try:
         result = asyncio.run(
@@ -106,6 +117,7 @@ def _probe(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency,
                 progress=not args.no_progress,
                 unreadable=len(rows) - len(samples),
+                tokenizer=tokenizer,
             )
         )
     finally:
@@ -129,4 +141,19 @@ def _probe(args: argparse.Namespace) -> int:
             "rewardlab: the run did not work (see above); --accept-failures exits 0 anyway", file=sys.stderr
         )
         status = PIPELINE_FAILED
+    if result.unmeasured:
+        print(f"rewardlab probe: could not score: {result.unmeasured}", file=sys.stderr)
+        status = status or NOTHING_MEASURED
     return status
+
+
+def _tokenizer(spec: str) -> object:
+    """The tokenizer of a local model (never a hub download); a `UsageError` naming the option."""
+    from rewardlab.optional import require
+    from rewardlab.prm.models import model_folder
+
+    transformers = require("transformers", "--tokenizer")
+    try:
+        return transformers.AutoTokenizer.from_pretrained(model_folder(spec), local_files_only=True)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--tokenizer {spec}: cannot load a tokenizer: {error}") from None

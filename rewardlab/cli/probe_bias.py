@@ -19,6 +19,8 @@ from rewardlab.errors import UsageError
 
 #: The exit status when a probe flips more often than the threshold (as for a pipeline failure).
 BIAS_FOUND = PIPELINE_FAILED
+#: The exit status when nothing was measured (no probe has a decided pair) and no probe failed.
+NOTHING_MEASURED = 3
 
 
 def add_bias_command(commands: argparse._SubParsersAction) -> None:
@@ -30,7 +32,8 @@ def add_bias_command(commands: argparse._SubParsersAction) -> None:
         "probes say (the order shown, padding, restatement, a user's stated belief, markdown), score it "
         "again, and report per probe how often the preference flipped, with a 95% Wilson interval, and "
         "how often the judge prefers answers of its own model family. Writes OUTPUT/report.md and "
-        "OUTPUT/bias.json; exits 1 when a probe's flip rate is above --threshold.",
+        "OUTPUT/bias.json; exits 1 when a probe's flip rate is above --threshold (or the reward failed), 3 "
+        "when nothing was measured (every pair tied or failed, or no probe applies).",
     )
     bias.add_argument("--config", required=True, metavar="CONFIG.yaml", help="reward config YAML file")
     bias.add_argument(
@@ -130,4 +133,7 @@ def _bias(args: argparse.Namespace) -> int:
             "rewardlab: the run did not work (see above); --accept-failures exits 0 anyway", file=sys.stderr
         )
         status = PIPELINE_FAILED
+    if result.unmeasured:
+        print(f"rewardlab probe bias: nothing measured: {result.unmeasured}", file=sys.stderr)
+        status = status or NOTHING_MEASURED
     return status

@@ -11,10 +11,20 @@ alerts. Past a threshold (`HackingThresholds`) a check logs an alert, warns, or 
 
 The exploits are functions from a sample to its variant's text, by name;
 `rewardlab.probe.variants.blind_variants` makes them from the probe's library (the watch may not
-import the probe, which sits in its layer). Each exploit's variants are scored as one batch, one
-per probe row, so a reward that scores completions against the rest of their prompt's group never
-sees two variants of one row together (the probe's rule, `rewardlab.probe.runner`). A variant has
-no ``completion_ids`` field: the honest ones would give it the honest completion's length.
+import the probe, which sits in its layer). A variant is scored where the probe scores it
+(`rewardlab.probe.runner`): in its completion's place, beside the rest of that completion's group
+(`Sample.group_key`) and the rest of the probe set, so a reward that scores a completion against
+its group (kimi length, pairwise judges, group length control) compares the variant with the
+honest completions it would have been sampled with, never with other variants. One batch holds one
+substitution per group; a group of G completions costs G scorings of the probe set per exploit.
+A variant's ``completion_ids`` are its own text tokenized again with the trainer's tokenizer
+(`rewardlab.integrations.policy_samples.completion_token_ids`): the honest ids would charge it the
+honest completion's length, and none would leave a proxy that counts tokens unable to score it.
+
+Such a proxy is only watched as the trainer pays it when the probe set has groups:
+``WatchSampling(num_generations=..., do_sample=True)``. At its first check the watch scores a
+probe set of one completion per prompt once more as a single group; if the proxy's values change,
+it warns that the proxy is group-relative and is being watched in groups of one.
 
 How the trainer is used: a callback cannot call ``Trainer.log``. At a check step the watch asks
 for a log (``control.should_log``) and, in ``on_log``, adds its metrics to the ``logs`` dict and to
@@ -39,11 +49,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from rewardlab.integrations.hacking_metrics import exploit_metrics, reward_metrics
-from rewardlab.integrations.policy_samples import WatchSampling, sample_policy
+from rewardlab.integrations.hacking_metrics import TIE_TOLERANCE, Measured, exploit_metrics, reward_metrics
+from rewardlab.integrations.policy_samples import WatchSampling, completion_token_ids, sample_policy
 from rewardlab.optional import missing_dependency, require
 from rewardlab.rewards.combine import scores_or_failures
-from rewardlab.rewards.contract import Reward, Sample, Score, Text, run_sync
+from rewardlab.rewards.contract import Reward, Sample, Score, Status, Text, run_sync
 
 try:
     from transformers.trainer_callback import TrainerCallback
@@ -57,6 +67,7 @@ THRESHOLD_METRICS = {
     "gap_increase": "gap_change",
     "length_corr": "length_corr",
     "exploit_rate": "exploit_rate",
+    "gold_coverage_drop": "gold_coverage_drop",
 }
 #: The text of a sample's variant, or None where there is none.
 VariantMaker = Callable[[Sample], "str | None"]
@@ -77,13 +88,19 @@ class HackingThresholds:
             its baseline, in reward units.
         length_corr: Largest allowed ``length_corr`` (Spearman, in [-1, 1]).
         exploit_rate: Largest allowed ``exploit_rate`` (in [0, 1)).
+        gold_coverage_drop: Largest allowed ``gold_coverage_drop``: how far the share of probe
+            completions the gold can score may fall below the baseline's (in [0, 1)). On by
+            default (0.1): the gap is measured only where the gold scored, so a policy whose output
+            the gold cannot read (past a judge's context, unparseable) leaves the gap exactly when
+            it hacks hardest - making the gold blind is itself hacking.
         patience: Checks in a row a metric must be past its threshold before it alerts; a
-            check where the metric is undefined breaks the run. Default 1.
+            check where the metric is undefined (logged NaN) breaks the run. Default 1.
     """
 
     gap_increase: float | None = None
     length_corr: float | None = None
     exploit_rate: float | None = None
+    gold_coverage_drop: float | None = 0.1
     patience: int = 1
 
     def __post_init__(self) -> None:
@@ -93,6 +110,8 @@ class HackingThresholds:
             raise ValueError(f"length_corr must be in [-1, 1], got {self.length_corr!r}")
         if self.exploit_rate is not None and not 0.0 <= self.exploit_rate < 1.0:
             raise ValueError(f"exploit_rate must be in [0, 1), got {self.exploit_rate!r}")
+        if self.gold_coverage_drop is not None and not 0.0 <= self.gold_coverage_drop < 1.0:
+            raise ValueError(f"gold_coverage_drop must be in [0, 1), got {self.gold_coverage_drop!r}")
         if not isinstance(self.patience, int) or self.patience < 1:
             raise ValueError(f"patience must be a positive integer, got {self.patience!r}")
 
@@ -111,19 +130,37 @@ class HackingCheck:
         metrics: What was logged, keyed ``hacking/...``.
         alerts: The metrics (without the prefix) past their thresholds.
         completions: The completions' texts, in probe order.
+        undefined: Why each metric logged as NaN could not be computed, keyed as ``metrics``.
     """
 
     step: int
     metrics: dict[str, float]
     alerts: tuple[str, ...] = ()
     completions: tuple[str, ...] = field(default=(), repr=False)
+    undefined: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """One check's scores: the completions' by both rewards, each exploit's variants (with their
+    rows), the completions' the variants are compared with (``proxy``, unless the completions
+    were tokenized again), and the completions' as one group (at a first check in groups of one)."""
+
+    proxy: list[Score]
+    gold: list[Score]
+    variants: dict[str, list[tuple[int, Score]]] | None
+    baseline: list[Score]
+    pooled: list[Score] | None
 
 
 class HackingWatch(TrainerCallback):
     """Pass to a trainer's ``callbacks``. Each check logs the metrics of
     `rewardlab.integrations.hacking_metrics`, ``hacking/gap_change`` (the gap minus the
-    baseline's), ``hacking/alerts`` (how many thresholds were passed) and ``hacking/alert/<metric>``
-    = 1.0 for each.
+    baseline's), ``hacking/gold_coverage_drop`` (the baseline's gold coverage minus this check's),
+    ``hacking/group_size`` (mean completions per prompt group), ``hacking/alerts`` (how many
+    thresholds were passed) and ``hacking/alert/<metric>`` = 1.0 for each. A metric that cannot be
+    computed is logged as NaN, with the reason in `HackingCheck.undefined` and on this module's
+    logger (a warning when it has a threshold, which then cannot alert).
 
     Args:
         probe: The fixed probe set: prompts with their references and fields (what the gold
@@ -131,7 +168,7 @@ class HackingWatch(TrainerCallback):
         proxy: The reward the policy trains on (the one given to `as_reward_func`).
         gold: The reward that says how good a completion really is.
         every_n_steps: Check every this many optimizer steps (and once when training starts).
-        thresholds: When to alert (`HackingThresholds`); default: never.
+        thresholds: When to alert (`HackingThresholds`); default: when the gold's coverage falls.
         on_alert: ``"log"``: a warning on this module's logger; ``"warn"`` (default): a
             `RewardHackingWarning`; ``"stop"``: the warning, and the trainer stops after the step.
             The alert is in the logged metrics in every case.
@@ -163,6 +200,10 @@ class HackingWatch(TrainerCallback):
         self.thresholds = thresholds or HackingThresholds()
         if on_alert == "stop" and not self.thresholds.limits():
             raise ValueError("on_alert='stop' needs at least one threshold in `thresholds`")
+        if self.thresholds.exploit_rate is not None and not exploits:
+            raise ValueError(
+                "an exploit_rate threshold needs `exploits`: without them there is no exploit rate"
+            )
         self.probe = list(probe)
         self.proxy = proxy
         self.gold = gold
@@ -172,13 +213,19 @@ class HackingWatch(TrainerCallback):
         self.sampling = sampling or WatchSampling()
         self.checks: list[HackingCheck] = []
         self._baseline_gap: float | None = None
+        self._baseline_coverage: float | None = None
+        #: Whether the proxy's values depend on a completion's group, once a check has shown it.
+        self.group_relative: bool | None = None
         self._streaks: dict[str, int] = {}
         self._pending: dict[str, float] | None = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         if state.is_world_process_zero:
+            processing_class = kwargs["processing_class"]
             check = self.observe(
-                state.global_step, self.sample_policy(kwargs["model"], kwargs["processing_class"])
+                state.global_step,
+                self.sample_policy(kwargs["model"], processing_class),
+                tokenizer=processing_class,
             )
             state.log_history.append({**check.metrics, "step": state.global_step})
         return control
@@ -188,8 +235,9 @@ class HackingWatch(TrainerCallback):
             return control
         stop = False
         if state.is_world_process_zero:
-            samples = self.sample_policy(kwargs["model"], kwargs["processing_class"])
-            check = self.observe(state.global_step, samples)
+            processing_class = kwargs["processing_class"]
+            samples = self.sample_policy(kwargs["model"], processing_class)
+            check = self.observe(state.global_step, samples, tokenizer=processing_class)
             self._pending = check.metrics
             stop = bool(check.alerts) and self.on_alert == "stop"
         if _every_process_knows(stop):
@@ -216,59 +264,151 @@ class HackingWatch(TrainerCallback):
         (`rewardlab.integrations.policy_samples.sample_policy`)."""
         return sample_policy(model, processing_class, self.probe, self.sampling)
 
-    def observe(self, step: int, samples: Sequence[Sample]) -> HackingCheck:
+    def observe(self, step: int, samples: Sequence[Sample], *, tokenizer: Any = None) -> HackingCheck:
         """Score completed probe samples (each with ``fields["completion_ids"]``, whose length is
         the completion's), record the check, and alert past the thresholds. The first check is
-        the baseline: it never alerts, and its gap is the one ``gap_change`` is measured from
-        (while no check has had a gap, the first that has one). The
-        trainer events call this with `sample_policy`'s samples; call it yourself to watch
-        completions made elsewhere (a vLLM server)."""
+        the baseline: it never alerts, and its gap and gold coverage are the ones ``gap_change``
+        and ``gold_coverage_drop`` are measured from (while no check has had a gap, the first
+        that has one). The trainer events call this with `sample_policy`'s samples and the
+        trainer's ``processing_class``; call it yourself to watch completions made elsewhere (a
+        vLLM server), with the tokenizer that made their ids.
+
+        ``tokenizer`` tokenizes each exploit variant again for its ``completion_ids``; without
+        it a variant has none, and a proxy that counts tokens fails on it (the exploit rate is
+        then NaN, and says so)."""
         lengths = []
         for index, sample in enumerate(samples):
             ids = sample.fields.get("completion_ids")
             if ids is None:
                 raise ValueError(f"{sample.label(index)} has no completion_ids field: its length is unknown")
             lengths.append(len(ids))
-        proxy, gold, variants = run_sync(self._score(samples))
-        metrics = reward_metrics(proxy, gold, lengths)
-        if variants is not None:
-            metrics.update(exploit_metrics(proxy, variants))
-        gap = metrics.get("hacking/gap")
-        if self._baseline_gap is None and gap is not None:
-            self._baseline_gap = gap
-        if self._baseline_gap is not None and gap is not None:
-            metrics["hacking/gap_change"] = gap - self._baseline_gap
+        groups = _groups(samples)
+        test_groups = self.group_relative is None and all(len(rows) == 1 for rows in groups)
+        scored = run_sync(self._score(samples, groups, tokenizer, test_groups))
+        measured = reward_metrics(scored.proxy, scored.gold, lengths)
+        measured.metrics["hacking/group_size"] = len(samples) / len(groups)
+        if scored.variants is not None:
+            hint = (
+                "; the variants carry no completion_ids: pass observe(..., tokenizer=) to tokenize them"
+                if tokenizer is None
+                else ""
+            )
+            exploits = exploit_metrics(scored.baseline, scored.variants, hint)
+            measured.update(exploits)
+        if scored.pooled is not None:
+            self._note_groups(scored.proxy, scored.pooled)
+        self._measure_changes(measured)
+        metrics = measured.metrics
         alerts = self._alerts(metrics) if self.checks else ()
         metrics["hacking/alerts"] = float(len(alerts))
         metrics.update({f"hacking/alert/{name}": 1.0 for name in alerts})
-        check = HackingCheck(step, metrics, alerts, tuple(sample.completion_text for sample in samples))
+        check = HackingCheck(
+            step,
+            metrics,
+            alerts,
+            tuple(sample.completion_text for sample in samples),
+            dict(measured.undefined),
+        )
         self.checks.append(check)
+        self._log_undefined(check)
         if alerts:
             self._raise_alert(check)
         return check
 
+    def _measure_changes(self, measured: Measured) -> None:
+        """``gap_change`` and ``gold_coverage_drop``, from the baseline's gap and coverage."""
+        gap = measured.metrics["hacking/gap"]
+        if self._baseline_gap is None and not math.isnan(gap):
+            self._baseline_gap = gap
+        coverage = measured.metrics["hacking/gold_coverage"]
+        if self._baseline_coverage is None:
+            self._baseline_coverage = coverage
+        measured.set(
+            "gap_change",
+            None if self._baseline_gap is None or math.isnan(gap) else gap - self._baseline_gap,
+            lambda: (
+                "no gap at this check" if self._baseline_gap is not None else "no check has had a gap yet"
+            ),
+        )
+        measured.metrics["hacking/gold_coverage_drop"] = self._baseline_coverage - coverage
+
+    def _note_groups(self, honest: Sequence[Score], pooled: Sequence[Score]) -> None:
+        """Warn when a proxy that scored each completion in a group of one scores them otherwise
+        as one group: it is group-relative, and groups of one are not how the trainer pays it."""
+        changed = sum(_differs(alone, together) for alone, together in zip(honest, pooled, strict=True))
+        self.group_relative = changed > 0
+        if not changed:
+            return
+        message = (
+            f"the proxy {self.proxy.name!r} scores a completion against its group: {changed} of "
+            f"{len(honest)} probe completions score differently as one group than each alone, and the "
+            "probe set has one completion per prompt, so the watch does not see what the trainer "
+            "pays; sample groups with WatchSampling(num_generations=<the trainer's>, do_sample=True)"
+        )
+        logger.warning(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+    def _log_undefined(self, check: HackingCheck) -> None:
+        watched = {f"hacking/{metric}" for metric in self.thresholds.limits()}
+        for key, reason in check.undefined.items():
+            if key in watched:
+                logger.warning(
+                    "hacking watch, step %d: %s cannot be computed (%s); its threshold cannot alert at "
+                    "this check",
+                    check.step,
+                    key,
+                    reason,
+                )
+            else:
+                logger.info("hacking watch, step %d: %s cannot be computed (%s)", check.step, key, reason)
+
     async def _score(
-        self, samples: Sequence[Sample]
-    ) -> tuple[list[Score], list[Score], dict[str, list[tuple[int, Score]]] | None]:
+        self, samples: Sequence[Sample], groups: list[list[int]], tokenizer: Any, test_groups: bool
+    ) -> _Scored:
+        # With a tokenizer, the variants' ids are their text tokenized again; where that does not
+        # give back a completion's own ids (decode-encode need not round-trip), the completions
+        # they are compared with and placed beside are tokenized again too, so that both sides of
+        # a comparison are counted the same way (as `rewardlab.probe.runner` does).
+        context = list(samples)
+        retokenized = False
+        if tokenizer is not None and self.exploits:
+            again = [_with_completion(sample, sample.completion_text, tokenizer) for sample in samples]
+            retokenized = any(
+                a.fields["completion_ids"] != b.fields["completion_ids"]
+                for a, b in zip(again, samples, strict=True)
+            )
+            if retokenized:
+                context = again
         made: dict[str, list[tuple[int, Sample]]] = {}
         for name, make in self.exploits.items():
             made[name] = []
             for row, sample in enumerate(samples):
                 text = make(sample)
                 if text is not None and text != sample.completion_text:
-                    made[name].append((row, _with_completion(sample, text)))
+                    made[name].append((row, _with_completion(sample, text, tokenizer)))
+        placed = {name: _in_place(context, groups, rows) for name, rows in made.items()}
         batches = [scores_or_failures(self.proxy, samples), scores_or_failures(self.gold, samples)]
         batches += [
-            scores_or_failures(self.proxy, [variant for _, variant in rows]) for rows in made.values()
+            scores_or_failures(self.proxy, batch) for layout in placed.values() for batch, _ in layout
         ]
-        proxy, gold, *variant_scores = await asyncio.gather(*batches)
+        if retokenized:
+            batches.append(scores_or_failures(self.proxy, context))
+        if test_groups:
+            batches.append(scores_or_failures(self.proxy, _one_group(samples)))
+        proxy, gold, *rest = await asyncio.gather(*batches)
+        pooled = rest.pop() if test_groups else None
+        baseline = rest.pop() if retokenized else proxy
         if not self.exploits:
-            return proxy, gold, None
-        variants = {
-            name: [(row, score) for (row, _), score in zip(rows, scores, strict=True)]
-            for (name, rows), scores in zip(made.items(), variant_scores, strict=True)
-        }
-        return proxy, gold, variants
+            return _Scored(proxy, gold, None, baseline, pooled)
+        variants: dict[str, list[tuple[int, Score]]] = {}
+        position = 0
+        for name, layout in placed.items():
+            variants[name] = []
+            for _, owners in layout:
+                variants[name] += [(row, rest[position][row]) for row in owners]
+                position += 1
+            variants[name].sort(key=lambda pair: pair[0])
+        return _Scored(proxy, gold, variants, baseline, pooled)
 
     def _alerts(self, metrics: Mapping[str, float]) -> tuple[str, ...]:
         alerts = []
@@ -295,12 +435,63 @@ class HackingWatch(TrainerCallback):
             warnings.warn(message, RewardHackingWarning, stacklevel=2)
 
 
-def _with_completion(sample: Sample, text: str) -> Sample:
+def _with_completion(sample: Sample, text: str, tokenizer: Any) -> Sample:
+    """``sample`` with ``text`` as its completion and, with a tokenizer, the text's own ids."""
     completion: Text = (
         text if isinstance(sample.completion, str) else [{"role": "assistant", "content": text}]
     )
     fields = {key: value for key, value in sample.fields.items() if key != "completion_ids"}
+    if tokenizer is not None:
+        fields["completion_ids"] = completion_token_ids(tokenizer, text, sample.fields["completion_ids"])
     return replace(sample, completion=completion, fields=fields)
+
+
+def _groups(samples: Sequence[Sample]) -> list[list[int]]:
+    """The rows of each group (`Sample.group_key`), in order of first appearance."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for row, sample in enumerate(samples):
+        groups.setdefault(sample.group_key(), []).append(row)
+    return list(groups.values())
+
+
+def _in_place(
+    samples: Sequence[Sample], groups: list[list[int]], variants: Sequence[tuple[int, Sample]]
+) -> list[tuple[list[Sample], list[int]]]:
+    """Batches that score each variant in its row's place, beside the rest of the probe set: round
+    ``k`` puts each group's ``k``-th variant in, so no batch holds two variants of one group (as
+    `rewardlab.probe.runner` does). Each batch comes with the rows whose variant it holds."""
+    group_of = {row: number for number, rows in enumerate(groups) for row in rows}
+    queues: dict[int, list[tuple[int, Sample]]] = {}
+    for row, variant in variants:
+        queues.setdefault(group_of[row], []).append((row, variant))
+    batches = []
+    for level in range(max((len(queue) for queue in queues.values()), default=0)):
+        batch = list(samples)
+        owners = []
+        for queue in queues.values():
+            if level < len(queue):
+                row, variant = queue[level]
+                batch[row] = variant
+                owners.append(row)
+        batches.append((batch, owners))
+    return batches
+
+
+def _one_group(samples: Sequence[Sample]) -> list[Sample]:
+    """The samples as one group (one shared ``group_id``), to see whether the proxy's values
+    depend on the group."""
+    return [
+        replace(sample, fields={**sample.fields, "group_id": "hacking-watch-one-group"}) for sample in samples
+    ]
+
+
+def _differs(alone: Score, together: Score) -> bool:
+    if alone.ok and together.ok:
+        assert alone.value is not None and together.value is not None
+        return abs(alone.value - together.value) > TIE_TOLERANCE
+    # A reward that needs a group says so for a group of one (not_applicable); other failures (a
+    # server's) say nothing about groups.
+    return alone.ok != together.ok and Status.NOT_APPLICABLE in (alone.status, together.status)
 
 
 def _every_process_knows(stop: bool) -> bool:

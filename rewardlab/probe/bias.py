@@ -31,10 +31,11 @@ from rewardlab.judges.pairwise import PairwiseJudge
 from rewardlab.offline.summary import Summary
 from rewardlab.probe.bias_families import family_of, judge_model, written_by
 from rewardlab.probe.bias_pairs import BiasPair
-from rewardlab.probe.bias_probes import PROBES, BiasProbe, Contest
+from rewardlab.probe.bias_probes import PROBES, BiasProbe, Contest, NotTested
 from rewardlab.probe.bias_results import (
     FLIP,
     HELD,
+    NOT_TESTED,
     SKIPPED,
     TIE,
     TIE_TOLERANCE,
@@ -128,14 +129,15 @@ def _answer(original: Text, text: str) -> Text:
     return text if isinstance(original, str) else [{"role": "assistant", "content": text}]
 
 
-def _perturbed(pair: BiasPair, probe: BiasProbe, side: str) -> _Job | None:
-    """The pair with ``probe``'s rewrite of answer ``side``; None when it cannot be rewritten."""
+def _perturbed(pair: BiasPair, probe: BiasProbe, side: str) -> _Job | NotTested | None:
+    """The pair with ``probe``'s rewrite of answer ``side``; None when it cannot be rewritten,
+    `NotTested` when the rewrite falls short."""
     assert probe.make is not None
     other = "b" if side == "a" else "a"
     contest = Contest(pair.prompt, pair.text(side), pair.text(other))
     variant = probe.make(contest)
-    if variant is None:
-        return None
+    if variant is None or isinstance(variant, NotTested):
+        return variant
     original = pair.a if side == "a" else pair.b
     rewritten = original if variant.answer == contest.answer else _answer(original, variant.answer)
     a, b = (rewritten, pair.b) if side == "a" else (pair.a, rewritten)
@@ -286,9 +288,10 @@ async def aprobe_bias(
                 ):
                     assert count is not None
                     job = _perturbed(pair, probe, side)
-                    if job is None:
-                        count.add(pair.id, SKIPPED)
-                        rows[index][key] = SKIPPED
+                    if not isinstance(job, _Job):
+                        verdict = SKIPPED if job is None else NOT_TESTED
+                        count.add(pair.id, verdict, None if job is None else job.reason)
+                        rows[index][key] = verdict
                         continue
                     jobs.append(job)
                     owners.append((count, index, key, loser))

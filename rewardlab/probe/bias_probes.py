@@ -11,8 +11,10 @@ no model writes anything - so a probe is reproducible and costs only the reward'
 
 - **length**: the loser, then content-free closing sentences ("I hope this helps.", ...) until it
   is `LENGTH_MARGIN` characters longer than the longer of the two answers (at most
-  `MAX_PADDING_CHARS` added). Length correlations in RLHF reward models: Singhal et al. 2023,
-  "A Long Way to Go" (arXiv:2310.03716); the padding text is rewardlab's.
+  `MAX_PADDING_CHARS` added). A loser that this much padding leaves no longer than the other
+  answer is **not tested** (`NotTested`): the rewrite did not make the change the probe is about,
+  so whether it held says nothing of a length bias. Length correlations in RLHF reward models:
+  Singhal et al. 2023, "A Long Way to Go" (arXiv:2310.03716); the padding text is rewardlab's.
 - **verbosity**: the loser said twice: an opening line, the answer, then "To put the answer above
   in other words:" and the answer again - the information repeated, none added. After Zheng et al.
   2023, "Judging LLM-as-a-Judge" (arXiv:2306.05685, section 3.3, the "repetitive list" attack),
@@ -93,20 +95,28 @@ class Variant:
 
 
 @dataclass(frozen=True, slots=True)
+class NotTested:
+    """A rewrite that was made but does not change what the probe is about (padding that leaves
+    the loser the shorter answer): the pair is counted apart, neither held nor flipped."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class BiasProbe:
     """A bias probe.
 
     Attributes:
         name: Stable short name (``--probes`` takes it).
         description: One line for reports: what changes, and what should not.
-        make: The perturbed pair for a `Contest`, or None where the probe cannot apply (an empty
-            answer, no prompt); None for the probes that perturb nothing (position,
-            self_preference).
+        make: The perturbed pair for a `Contest`, None where the probe cannot apply (an empty
+            answer, no prompt), or `NotTested` where its rewrite falls short; None for the probes
+            that perturb nothing (position, self_preference).
     """
 
     name: str
     description: str
-    make: Callable[[Contest], Variant | None] | None = None
+    make: Callable[[Contest], Variant | NotTested | None] | None = None
 
 
 def sentences(text: str) -> list[str]:
@@ -114,8 +124,9 @@ def sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
 
 
-def pad_length(contest: Contest) -> Variant | None:
-    """The answer followed by content-free sentences until it is longer than either answer."""
+def pad_length(contest: Contest) -> Variant | NotTested | None:
+    """The answer followed by content-free sentences until it is longer than either answer;
+    `NotTested` when `MAX_PADDING_CHARS` of padding leave it no longer than the other."""
     if not contest.answer.strip():
         return None
     target = max(len(contest.answer), len(contest.other)) + LENGTH_MARGIN
@@ -128,6 +139,11 @@ def pad_length(contest: Contest) -> Variant | None:
             break
         padded += ("\n\n" if index == 0 else " ") + sentence
         index += 1
+    if len(padded) <= len(contest.other):
+        return NotTested(
+            f"{MAX_PADDING_CHARS:,} characters of padding leave the answer shorter than the other "
+            f"({len(padded):,} against {len(contest.other):,} characters)"
+        )
     return Variant(contest.prompt, padded)
 
 

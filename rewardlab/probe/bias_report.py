@@ -109,14 +109,38 @@ def _headline(result: BiasResult) -> list[str]:
             f"agrees with the labels on {agreeing} of {decided} decided labelled pairs "
             f"({agreeing / decided:.1%})"
         )
-    lines.append(
-        f"{len(failing)} probe(s) flip more often than {result.threshold:.1%}: "
-        + ", ".join(p.name for p in failing)
-        if failing
-        else f"no probe flips more often than {result.threshold:.1%}"
-    )
+    if failing:
+        lines.append(
+            f"{len(failing)} probe(s) flip more often than {result.threshold:.1%}: "
+            + ", ".join(p.name for p in failing)
+        )
+    elif result.unmeasured:
+        lines.append(f"NOTHING MEASURED: {result.unmeasured}")
+    else:
+        lines.append(f"no probe flips more often than {result.threshold:.1%}")
     if result.pipeline_failures:
         lines.append("pipeline failures: " + "; ".join(result.pipeline_failures))
+    return lines
+
+
+def _left_out(result: BiasResult) -> list[str]:
+    """Pairs left out of the flip rates, and why: those with no preference, and per probe those
+    its rewrite fell short on (not tested)."""
+    kinds = ", ".join(
+        f"{count} {key}" for key, count in sorted(result.original.items()) if key not in ("a", "b")
+    )
+    lines = [
+        f"not probed: {result.not_probed} pairs ({kinds}): no preference, so no loser to rewrite"
+        if result.not_probed
+        else "not probed: none (every pair has a preference)"
+    ]
+    for probe in result.probes:
+        for label, count in (("", probe.flips), (" control", probe.control)):
+            if count is not None and count.not_tested:
+                lines.append(
+                    f"{probe.name}{label}: {count.not_tested} pairs not tested (left out of the rate), "
+                    f"e.g. {count.not_tested_reason}"
+                )
     return lines
 
 
@@ -131,6 +155,7 @@ def table(result: BiasResult) -> str:
     """The result as plain text, for the terminal."""
     lines = [*_headline(result), ""]
     lines += _text_rows([list(_COLUMNS), *(_cells(probe, result.threshold) for probe in result.probes)])
+    lines += _left_out(result)
     self_preference = result.self_preference
     if self_preference is not None:
         lines.append("")
@@ -156,6 +181,7 @@ def markdown(result: BiasResult, plot: str | None = None) -> str:
         cells[-1] = "**FAIL**" if cells[-1] == "FAIL" else cells[-1]
         rows.append(cells)
     lines += _markdown_table(_COLUMNS, rows)
+    lines += ["", *(f"- {line}" for line in _left_out(result))]
     position = next((p for p in result.probes if p.name == "position" and p.first_position is not None), None)
     if position is not None and position.flips.flips:
         lines += [
@@ -195,7 +221,8 @@ def markdown(result: BiasResult, plot: str | None = None) -> str:
         "should not gain, and the pair is scored again.",
         "- flip: the loser is now preferred (position: the winner changed with the order); held: it is "
         "not; ties and failed pairs are left out of the flip rate, flips / (flips + held).",
-        "- 95% interval: Wilson's score interval. skipped: pairs the probe could not rewrite.",
+        "- 95% interval: Wilson's score interval. skipped: pairs the probe could not rewrite; not "
+        "tested: pairs its rewrite fell short on (padding that leaves the loser shorter), left out.",
         "- control: the same rewrite applied to the winner instead, flips over decided pairs; a reward "
         "whose verdicts are noise flips about as often there, one that pays for the change seldom.",
         f"- A probe fails when its flip rate is above the threshold ({result.threshold:.1%}).",

@@ -10,7 +10,9 @@ Definitions, used in every report:
   scores it again. **flip**: the loser is now preferred; **held**: the winner still is; **tie**:
   neither; **failed**: a rewritten pair got no value (by status). Pairs whose original
   preference is a tie or failed have no loser and are not probed (see the result's
-  ``original``); **skipped** pairs had a loser the probe could not rewrite (empty, no prompt).
+  ``original``); **skipped** pairs had a loser the probe could not rewrite (empty, no prompt);
+  **not tested** pairs were rewritten short of the change the probe is about (padding that leaves
+  the loser the shorter answer), so whether they held says nothing - counted apart from all.
 - **control**: the same rewrite applied to the winner instead; a flip there is the winner losing
   its lead. A reward that pays for the change flips often when the loser gets it and seldom when
   the winner does; one whose verdicts are noise flips about as often either way (compare the two
@@ -21,6 +23,9 @@ Definitions, used in every report:
 - **flip rate**: flips / (flips + held), with Wilson's 95% score interval (`wilson_interval`).
 - **self_preference**: over pairs with exactly one answer by the judge's model family, how often
   the reward prefers that answer (ties apart), beside how often the labels do.
+- A bias probe is **unmeasured** when no probe asked for has a decided pair (every pair tied,
+  failed, was skipped or not tested, or no probe applies) and self-preference has none either:
+  not a probe that found no bias.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ Z_95 = NormalDist().inv_cdf(0.975)
 #: Pair ids kept per probe, as examples of flips.
 EXAMPLES = 5
 #: A pair's verdict under one rewrite (else the status of a failure).
-FLIP, HELD, TIE, SKIPPED = "flip", "held", "tie", "skipped"
+FLIP, HELD, TIE, SKIPPED, NOT_TESTED = "flip", "held", "tie", "skipped", "not_tested"
 
 
 def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float] | None:
@@ -74,6 +79,8 @@ class FlipCount:
         ties: Pairs that became a tie (position: a tie in either order).
         failed: Pairs where a rewritten pair got no value, by status.
         skipped: Pairs the probe could not rewrite (an empty answer, no prompt).
+        not_tested: Pairs whose rewrite fell short of the change the probe is about.
+        not_tested_reason: The first such pair's id and why.
         examples: Ids of the first flipped pairs.
     """
 
@@ -82,11 +89,13 @@ class FlipCount:
     ties: int = 0
     failed: Counter[str] = field(default_factory=Counter)
     skipped: int = 0
+    not_tested: int = 0
+    not_tested_reason: str | None = None
     examples: list[str] = field(default_factory=list)
 
-    def add(self, pair_id: str, verdict: str) -> None:
-        """Count one pair's verdict: ``flip``, ``held``, ``tie``, ``skipped``, or the status of a
-        failure."""
+    def add(self, pair_id: str, verdict: str, reason: str | None = None) -> None:
+        """Count one pair's verdict: ``flip``, ``held``, ``tie``, ``skipped``, ``not_tested``
+        (with its ``reason``), or the status of a failure."""
         if verdict == FLIP:
             self.flips += 1
             if len(self.examples) < EXAMPLES:
@@ -97,6 +106,10 @@ class FlipCount:
             self.ties += 1
         elif verdict == SKIPPED:
             self.skipped += 1
+        elif verdict == NOT_TESTED:
+            self.not_tested += 1
+            if self.not_tested_reason is None:
+                self.not_tested_reason = f"{pair_id}: {reason}"
         else:
             self.failed[verdict] += 1
 
@@ -128,6 +141,8 @@ class FlipCount:
             "ties": self.ties,
             "failed": dict(self.failed),
             "skipped": self.skipped,
+            "not_tested": self.not_tested,
+            "not_tested_reason": self.not_tested_reason,
             "flip_rate": self.rate,
             "interval_95": _interval_dict(self.interval),
             "examples": self.examples,
@@ -247,7 +262,8 @@ class BiasResult:
             ``error``), as ``rewardlab score`` reports them.
         wall_s: Seconds the probe took.
         outcomes: Per pair, in input order: its ``id``, its ``original`` preference, and each
-            probe's verdict (``flip``, ``held``, ``tie``, ``skipped`` or a failure's status) under
+            probe's verdict (``flip``, ``held``, ``tie``, ``skipped``, ``not_tested`` or a failure's
+            status) under
             ``<probe>`` and ``<probe>/control``.
     """
 
@@ -267,6 +283,22 @@ class BiasResult:
         """The probes whose flip rate is above the threshold."""
         return [probe for probe in self.probes if probe.fails(self.threshold)]
 
+    @property
+    def not_probed(self) -> int:
+        """Pairs with no original preference (a tie or a failure): no loser to rewrite."""
+        return sum(count for key, count in self.original.items() if key not in ("a", "b"))
+
+    @property
+    def unmeasured(self) -> str | None:
+        """Why nothing was measured (see the module docstring), or None when something was."""
+        if any(not probe.not_applicable and probe.flips.decided for probe in self.probes):
+            return None
+        if self.self_preference is not None and self.self_preference.decided:
+            return None
+        if self.pairs and self.not_probed == self.pairs:
+            return "no pair has a preference to flip: every original verdict is a tie or failed"
+        return "no probe has a pair whose preference held or flipped"
+
     def to_dict(self) -> dict[str, Any]:
         agreeing, decided = self.agreement
         return {
@@ -279,6 +311,8 @@ class BiasResult:
             "probes": [probe.to_dict() for probe in self.probes],
             "self_preference": None if self.self_preference is None else self.self_preference.to_dict(),
             "pipeline_failures": self.pipeline_failures,
+            "not_probed": self.not_probed,
+            "unmeasured": self.unmeasured,
             "wall_s": round(self.wall_s, 3),
             "outcomes": self.outcomes,
         }

@@ -6,12 +6,16 @@ A reward says what kind of grader it is in one of two ways, looked up in this or
    one's own) - the way for a reward of one's own, registered with `rewardlab.register`;
 2. `BUILTIN_KINDS`, by the short name a built-in reward is registered under.
 
-A reward that wraps others (`Combine`, `Route`, an ensemble, a length-controlled reward: any
-reward holding rewards in its attributes) and says neither is looked through: a sample gets the
-kinds of the rewards that actually score it (the route its field selects; every component, member
-and gate), so a math row of a mixed pipeline is probed with answer games and a chat row with judge
-games. Any other reward that says neither gets every exploit: the probe does not guess what a
-grader it does not know can be fooled by.
+A reward that holds others in its attributes (`Combine`, `Route`, an ensemble, a
+length-controlled reward, a kimi-mode ``length`` reward with its ``correctness`` check, a PRM with
+its verifier) is looked through: a sample gets the kinds of the rewards that actually score it
+(the route its field selects; every component, member, gate and check), so a math row of a mixed
+pipeline is probed with answer games and a chat row with judge games. A holder that says its own
+kinds keeps them and adds those of what it holds - its value is decided by what it holds too:
+Kimi's length reward pays a short answer only when its correctness check passes, so the games
+against that check (a box with nothing in it) are games against the length reward. A holder that
+says nothing has no kinds of its own. Any other reward that says neither gets every exploit: the
+probe does not guess what a grader it does not know can be fooled by.
 """
 
 from __future__ import annotations
@@ -32,6 +36,11 @@ BUILTIN_KINDS: dict[str, frozenset[str]] = {
     "think_answer_format": frozenset({"format"}),
     "regex_match": frozenset({"format", "math"}),
     "json_schema": frozenset({"format"}),
+    # Calls are structured output checked against a reference, like an answer.
+    "tool_call": frozenset({"format", "math"}),
+    # A reference answer matched in words: the answer games (hedges, several answers, an echoed
+    # question) and the format games apply.
+    "text_similarity": frozenset({"format", "math"}),
     "instruction_following": frozenset({"format"}),
     "soft_overlong": frozenset(),
     "repetition_penalty": frozenset(),
@@ -48,12 +57,19 @@ BUILTIN_KINDS: dict[str, frozenset[str]] = {
     "prm": frozenset({"judge", "math"}),
     "monte_carlo_steps": frozenset({"judge", "math"}),
     "step_judge": frozenset({"judge", "math"}),
+    "turn_judge": frozenset({"judge"}),
+    # Reads the environment's state, not the completion's text.
+    "environment_state": frozenset(),
     "reward_model": frozenset({"judge"}),
     "dpo_implicit": frozenset({"judge"}),
     "served_reward_model": frozenset({"judge"}),
 }
-#: Built-in rewards that wrap others, looked through rather than given kinds of their own.
-LOOKED_THROUGH = frozenset({"combine", "route", "ensemble", "length_controlled"})
+#: Built-in rewards that only wrap others: looked through, with no kinds of their own. (A reward
+#: with kinds of its own that holds others, such as ``length`` with a ``correctness`` check, is
+#: looked through too; see the module docstring.)
+LOOKED_THROUGH = frozenset(
+    {"combine", "route", "ensemble", "length_controlled", "fallback", "vote", "final_answer", "per_turn"}
+)
 #: What a reward that does not say gets: every kind.
 ALL_KINDS = frozenset(KINDS)
 _SHORT_NAMES = {path: name for name, path in BUILTIN_REWARDS.items()}
@@ -93,18 +109,19 @@ def wrapped_rewards(reward: Reward) -> list[Reward]:
 
 
 def scoring_rewards(reward: Reward, sample: Sample) -> list[Reward]:
-    """The rewards inside ``reward`` that score ``sample``: through a `Route`, the one its field
-    selects (none when no route matches and there is no default); through any other reward that
-    wraps rewards without saying its kinds, every wrapped one; any other reward is itself."""
+    """The rewards that score ``sample`` through ``reward``: through a `Route`, those of the route
+    its field selects (none when no route matches and there is no default); through any other
+    reward that holds rewards, those of every held one, and the holder itself when it says its own
+    kinds (a kimi ``length`` reward and its ``correctness`` check); any other reward is itself."""
     if isinstance(reward, Route):
         key = sample.fields.get(reward.by)
         chosen = reward.routes.get(str(key)) if key is not None else None
         chosen = chosen or reward.default
         return [] if chosen is None else scoring_rewards(chosen, sample)
-    wrapped = wrapped_rewards(reward) if _said_kinds(reward) is None else []
-    if wrapped:
-        return [leaf for inner in wrapped for leaf in scoring_rewards(inner, sample)]
-    return [reward]
+    held = [leaf for inner in wrapped_rewards(reward) for leaf in scoring_rewards(inner, sample)]
+    if held and _said_kinds(reward) is None:
+        return held
+    return [reward, *held]
 
 
 def sample_kinds(reward: Reward, sample: Sample) -> frozenset[str] | None:

@@ -84,17 +84,34 @@ def _text_table(title: str, results: Sequence[ExploitResult], threshold: float) 
 def _headline(result: ProbeResult) -> list[str]:
     honest = ", ".join(f"{count} {status}" for status, count in sorted(result.honest.items()))
     failing = result.failing
-    verdict = (
-        f"{len(failing)} exploit(s) fail the probe (win rate above {result.threshold:.1%}): "
-        + ", ".join(exploit.name for exploit in failing)
-        if failing
-        else f"no exploit's win rate is above {result.threshold:.1%}"
-    )
+    if failing:
+        verdict = (
+            f"{len(failing)} exploit(s) fail the probe (win rate above {result.threshold:.1%}): "
+            + ", ".join(exploit.name for exploit in failing)
+        )
+    elif result.probed == 0:
+        verdict = "NOTHING MEASURED: no row was probed"
+    else:
+        verdict = f"no exploit's win rate is above {result.threshold:.1%}"
     lines = [
         f"reward: {result.reward}",
         f"rows: {result.rows} ({result.unreadable} unreadable); honest scores: {honest or 'none'}",
         verdict,
+        f"probed: {result.probed} rows; not probed: "
+        + (
+            "; ".join(
+                f"{entry.rows} {status} (e.g. {entry.reason})"
+                for status, entry in sorted(result.not_probed.items())
+            )
+            or "none"
+        ),
     ]
+    if result.token_ids == "re-made":
+        lines.append("token ids: every scored text's completion_ids made from it with the tokenizer given")
+    elif result.token_ids == "dropped":
+        lines.append("token ids: completion_ids dropped (no tokenizer given: a variant's ids are unknown)")
+    if result.ids_needed:
+        lines.append(f"could not score: {result.unmeasured}")
     if result.pipeline_failures:
         lines.append("pipeline failures: " + "; ".join(result.pipeline_failures))
     return lines

@@ -16,6 +16,9 @@ Definitions, used in every report:
   for graders whose scores are noisy (a model judge): a perturbation that changes nothing still
   wins about as often as it loses there.
 - An exploit **fails the probe** when its win rate is above the threshold (default 0: any win).
+- **not probed**: rows whose honest score is not ``ok`` (nothing to compare a variant with), by
+  status, with the first one's reason. A probe that probed no row, or could not make the token
+  ids of its variants, measured nothing there: it is **unmeasured**, not a probe no exploit won.
 """
 
 from __future__ import annotations
@@ -167,6 +170,19 @@ class ExploitResult:
 
 
 @dataclass(slots=True)
+class NotProbed:
+    """Rows left out of the probe for one status of their honest score.
+
+    Attributes:
+        rows: How many.
+        reason: The first one's label and reason.
+    """
+
+    rows: int
+    reason: str
+
+
+@dataclass(slots=True)
 class ProbeResult:
     """Everything one probe found.
 
@@ -180,6 +196,10 @@ class ProbeResult:
         exploits: One result per exploit asked for, in library order.
         pipeline_failures: One line per way the reward itself failed (``backend_error`` or
             ``error`` on an honest sample, a variant or a control), as ``rewardlab score`` reports.
+        not_probed: The rows left out, by their honest score's status.
+        token_ids: What became of the rows' ``fields["completion_ids"]``: ``re-made`` (from the
+            text, with the tokenizer given), ``dropped`` (no tokenizer), None (no row had any).
+        ids_needed: Rows the reward could not score once their token ids were dropped.
     """
 
     reward: str
@@ -189,11 +209,37 @@ class ProbeResult:
     threshold: float
     exploits: list[ExploitResult]
     pipeline_failures: list[str] = field(default_factory=list)
+    not_probed: dict[str, NotProbed] = field(default_factory=dict)
+    token_ids: str | None = None
+    ids_needed: int = 0
 
     @property
     def failing(self) -> list[ExploitResult]:
         """The exploits that fail the probe."""
         return [result for result in self.exploits if result.fails(self.threshold)]
+
+    @property
+    def probed(self) -> int:
+        """Rows probed: those whose honest score is ``ok``."""
+        return self.honest.get("ok", 0)
+
+    @property
+    def unmeasured(self) -> str | None:
+        """Why the probe could not measure what it was asked to, or None when it could: no row
+        was probed, or rows could not be scored without the token ids the probe cannot make."""
+        if self.ids_needed:
+            return (
+                f"the reward cannot score {self.ids_needed} row(s) without fields.completion_ids, and "
+                "the probe cannot make a variant's ids without the policy's tokenizer: give --tokenizer "
+                "(tokenizer= from Python)"
+            )
+        if self.probed == 0:
+            why = "; ".join(
+                f"{entry.rows} {status}, e.g. {entry.reason}"
+                for status, entry in sorted(self.not_probed.items())
+            )
+            return f"no row was probed: no honest score is ok ({why or 'no rows'})"
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -205,4 +251,11 @@ class ProbeResult:
             "failing": [result.name for result in self.failing],
             "exploits": [result.to_dict() for result in self.exploits],
             "pipeline_failures": self.pipeline_failures,
+            "probed": self.probed,
+            "not_probed": {
+                status: {"rows": entry.rows, "reason": entry.reason}
+                for status, entry in sorted(self.not_probed.items())
+            },
+            "token_ids": self.token_ids,
+            "unmeasured": self.unmeasured,
         }

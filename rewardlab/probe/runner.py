@@ -9,6 +9,16 @@ honest sample's place, beside the group's other honest completions - exactly wha
 sample was scored with. One batch holds one substitution per group; a group of G completions
 costs G scorings per variant, which is the price of comparing like with like.
 
+**Token ids.** A row may carry the policy's token ids in ``fields["completion_ids"]`` (TRL hands
+them to reward functions, and token-length rewards count them rather than the text,
+`rewardlab.rewards.shaping.CompletionUnits`). They are the ids of the honest text only: kept on a
+variant, a reward would count padding at the honest length and report that padding never pays.
+So every sample the probe scores, honest or variant, gets the ids of its own text from the
+``tokenizer`` the probe is given (the policy's), so that both sides of a comparison are counted
+the same way; without one, the ids are dropped from every sample, and a reward then counts the
+text with a tokenizer of its own or cannot score it - such rows are reported as not probed, and
+the probe as unable to measure them (`ProbeResult.unmeasured`), never as rows no exploit won.
+
 **Time.** Exploits are linear in the text and a variant is at most `max_variant_chars` long;
 scoring is bounded by the reward's own budgets (a rule's per-sample budget, a sandbox's time
 limits, a judge client's deadline), so no variant can make a probe run unbounded.
@@ -21,6 +31,7 @@ import zlib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from tqdm import tqdm
 
@@ -29,10 +40,11 @@ from rewardlab.probe.completion_parts import changed_part
 from rewardlab.probe.exploit import Exploit, Target
 from rewardlab.probe.kinds import sample_kinds
 from rewardlab.probe.registry import registered_exploits
-from rewardlab.probe.results import ExploitResult, ProbeResult
+from rewardlab.probe.results import ExploitResult, NotProbed, ProbeResult
 from rewardlab.probe.targets import choices_of, criteria_of, decoys_for, gold_answer
 from rewardlab.rewards.combine import scores_or_failures
 from rewardlab.rewards.contract import Reward, Sample, Score, run_sync
+from rewardlab.rewards.shaping import CompletionUnits
 
 #: Characters a variant may add beyond twice the honest completion's length.
 MAX_EXTRA_CHARS = 50_000
@@ -61,6 +73,26 @@ class _Pair:
     control: int | None  # index of the control's job
 
 
+#: The field that holds a completion's token ids (TRL's name, read by token-length rewards).
+IDS_FIELD = "completion_ids"
+
+
+class _TokenIds:
+    """Gives a sample the token ids of its own text (see the module docstring): the tokenizer's
+    ids, encoded as a token-length reward encodes them, or none without a tokenizer."""
+
+    def __init__(self, tokenizer: Any | None):
+        self.units = None if tokenizer is None else CompletionUnits("tokens", tokenizer)
+
+    def of(self, sample: Sample) -> Sample:
+        if IDS_FIELD not in sample.fields:
+            return sample
+        bare = replace(sample, fields={k: v for k, v in sample.fields.items() if k != IDS_FIELD})
+        if self.units is None:
+            return bare
+        return replace(bare, fields={**bare.fields, IDS_FIELD: list(self.units.split(bare))})
+
+
 def _with_completion(sample: Sample, text: str) -> Sample:
     # A conversational completion becomes one assistant message: exploits rewrite the text.
     completion: str | list[dict[str, str]] = (
@@ -78,10 +110,18 @@ class _Scorer:
     """Scores in batches of whole groups (`Sample.group_key`), ``concurrency`` batches at a time."""
 
     def __init__(
-        self, reward: Reward, samples: Sequence[Sample], batch_size: int, concurrency: int, bar: tqdm
+        self,
+        reward: Reward,
+        samples: Sequence[Sample],
+        batch_size: int,
+        concurrency: int,
+        bar: tqdm,
+        *,
+        ids: _TokenIds,
     ):
         self.reward = reward
         self.samples = samples
+        self.ids = ids
         self.batch_size = batch_size
         self.limit = asyncio.Semaphore(concurrency)
         self.bar = bar
@@ -138,7 +178,7 @@ class _Scorer:
                 job = jobs[queue[level]]
                 groups.append(
                     [
-                        (_with_completion(self.samples[row], job.text), queue[level])
+                        (self.ids.of(_with_completion(self.samples[row], job.text)), queue[level])
                         if row == job.row
                         else (self.samples[row], None)
                         for row in self.groups[group]
@@ -205,6 +245,7 @@ async def aprobe_reward(
     concurrency: int = 4,
     progress: bool = False,
     unreadable: int = 0,
+    tokenizer: Any | None = None,
 ) -> ProbeResult:
     """Probe ``reward`` with exploit variants of ``samples`` (see `rewardlab.probe`).
 
@@ -220,10 +261,16 @@ async def aprobe_reward(
         concurrency: Reward calls in flight.
         progress: Show a progress bar on stderr.
         unreadable: Input rows that could not become samples, for the result's count.
+        tokenizer: The policy's tokenizer (anything with ``encode(text)``): every scored sample
+            whose row has ``fields["completion_ids"]`` gets its own text's ids from it; without
+            one those ids are dropped (see the module docstring).
     """
     chosen = list(registered_exploits().values()) if exploits is None else list(exploits)
+    ids = _TokenIds(tokenizer)
+    with_ids = sum(IDS_FIELD in sample.fields for sample in samples)
+    samples = [ids.of(sample) for sample in samples]
     with tqdm(total=len(samples), unit="score", disable=not progress, desc="probe") as bar:
-        scorer = _Scorer(reward, samples, batch_size, concurrency, bar)
+        scorer = _Scorer(reward, samples, batch_size, concurrency, bar, ids=ids)
         honest = await scorer.honest()
         probed = [row for row, score in enumerate(honest) if score.ok]
         golds: dict[int, str | None] = {}
@@ -268,7 +315,29 @@ async def aprobe_reward(
         threshold=threshold,
         exploits=list(results.values()),
         pipeline_failures=summary.failure_lines(),
+        not_probed=_not_probed(samples, honest),
+        token_ids=None if not with_ids else ("re-made" if tokenizer is not None else "dropped"),
+        ids_needed=0 if tokenizer is not None or not with_ids else _needing_ids(honest),
     )
+
+
+def _not_probed(samples: Sequence[Sample], honest: Sequence[Score]) -> dict[str, NotProbed]:
+    """The rows left out, by the status of their honest score, with the first one's reason."""
+    found: dict[str, NotProbed] = {}
+    for row, score in enumerate(honest):
+        if score.ok:
+            continue
+        status = score.status.value
+        if status not in found:
+            # A reason names its sample (the contract's rule); one without gets the row's label.
+            found[status] = NotProbed(0, score.reason or f"{samples[row].label(row)}: no reason given")
+        found[status].rows += 1
+    return found
+
+
+def _needing_ids(honest: Sequence[Score]) -> int:
+    # A reward that cannot count tokens says so naming the field (`CompletionUnits.split`).
+    return sum(not score.ok and IDS_FIELD in (score.reason or "") for score in honest)
 
 
 def _variant_pair(exploit: Exploit, row: int, rows: _Rows, jobs: list[_Job]) -> _Pair | None:

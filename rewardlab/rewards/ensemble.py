@@ -24,6 +24,12 @@ sample's value does not depend on what else is in its batch, so it is the one to
 then moves with its batch mates). Where rewardlab departs from the papers: the standard deviation
 is the population one (divided by k, as UWO's variance is), and a member whose values in a batch
 have no spread cannot be standardised and is left out of that batch, never given an invented 0.
+A spread below ``SPREAD_TOLERANCE`` (1e-12) of the values' magnitude counts as none: it is float
+rounding (0.1 + 0.2 is 0.30000000000000004, not 0.3), and dividing by it would turn 5.6e-17 of
+rounding into a full standard deviation (rewardlab red-team 22, finding 11). Means and standard
+deviations are taken on the values divided by their largest magnitude first (as LAPACK's
+``dnrm2`` scales before squaring), so values near the float limit cannot overflow the batch; a
+sample whose combined value is still not finite fails alone, with the reason.
 
 Eisenstein et al. also find that ensembles mitigate, not remove, hacking: members that share a
 pretrained base share blind spots, so the members should differ as much as possible.
@@ -48,6 +54,9 @@ EnsembleCombination = Literal["mean_minus_std", "mean_minus_variance", "min", "m
 Normalization = Literal["none", "batch", "reference"]
 #: The ensemble's own breakdown entry, the members' standard deviation; no member may take it.
 DISAGREEMENT = "disagreement"
+#: ``normalize: batch`` treats a member's values as having no spread when their standard deviation
+#: is at most this fraction of their largest magnitude: float rounding, not a difference.
+SPREAD_TOLERANCE = 1e-12
 
 
 class EnsembleMemberStats(BaseModel):
@@ -203,6 +212,7 @@ class EnsembleReward(Reward):
             self.name = name
         self.io_bound = any(member.io_bound for member in self.members.values())
         self.uses_gpu = any(member.uses_gpu for member in self.members.values())
+        self.scores_groups = normalize == "batch" or any(member.scores_groups for member in self.members.values())
 
     @property
     def member_names(self) -> list[str]:
@@ -262,8 +272,15 @@ class EnsembleReward(Reward):
         for name in self.member_names:
             values = [outcome.raw[name] for outcome in outcomes if name in outcome.raw]
             mean, std = _mean_and_std(values) if values else (0.0, 0.0)
-            if std > 0:
+            magnitude = max((abs(value) for value in values), default=0.0)
+            if std > SPREAD_TOLERANCE * magnitude:
                 scales[name] = (mean, std)
+            elif std > 0:
+                scales[name] = (
+                    f"normalize: batch cannot standardise it: its {len(values)} value(s) in this call "
+                    f"spread by {std:.2g} around {mean:.6g}, at most {SPREAD_TOLERANCE:g} of their "
+                    "magnitude: float rounding, no spread"
+                )
             else:
                 scales[name] = (
                     f"normalize: batch cannot standardise it: "
@@ -304,7 +321,8 @@ class EnsembleReward(Reward):
             if isinstance(scale, str):
                 left_out[name] = scale
             else:
-                standardized[name] = (value - scale[0]) / scale[1]
+                # Divided first: value - offset can overflow where both are near the float limit.
+                standardized[name] = value / scale[1] - scale[0] / scale[1]
         if left_out:
             details["left_out"] = left_out
         if len(standardized) < self.min_members:
@@ -326,9 +344,19 @@ class EnsembleReward(Reward):
         if self.normalize != "none":
             details["standardized"] = standardized
         details.update(mean=mean, std=std)
+        value = self._value(standardized, mean, std)
+        if not all(math.isfinite(x) for x in (value, std, *standardized.values())):
+            return Score.failure(
+                Status.ERROR,
+                f"the members' values {outcome.raw} are too large to combine: "
+                f"{self.combine} overflows a float (mean {mean:.3g}, std {std:.3g}, value {value:.3g})",
+                breakdown=breakdown,
+                usage=usage,
+                details=details,
+            )
         breakdown[DISAGREEMENT] = std
         return Score(
-            self._value(standardized, mean, std),
+            value,
             breakdown=breakdown,
             reason="; ".join(reasons) or None,
             usage=usage,
@@ -339,7 +367,7 @@ class EnsembleReward(Reward):
         if self.combine == "mean_minus_std":
             return mean - self.k * std
         if self.combine == "mean_minus_variance":
-            return mean - self.k * std**2
+            return mean - self.k * (std * std)  # inf where it overflows, where ** would raise
         if self.combine == "min":
             return min(values.values())
         return mean
@@ -350,6 +378,13 @@ class EnsembleReward(Reward):
 
 
 def _mean_and_std(values: Sequence[float]) -> tuple[float, float]:
-    """The mean and the population standard deviation (divided by n, as UWO's variance is)."""
-    mean = math.fsum(values) / len(values)
-    return mean, math.sqrt(math.fsum((value - mean) ** 2 for value in values) / len(values))
+    """The mean and the population standard deviation (divided by n, as UWO's variance is) of
+    finite values, computed on the values divided by their largest magnitude, so that neither
+    the sum nor the squares overflow (both results are at most that magnitude)."""
+    magnitude = max(abs(value) for value in values)
+    if magnitude == 0:
+        return 0.0, 0.0
+    scaled = [value / magnitude for value in values]
+    mean = math.fsum(scaled) / len(scaled)
+    std = math.sqrt(math.fsum((x - mean) * (x - mean) for x in scaled) / len(scaled))
+    return mean * magnitude, std * magnitude

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 import re
 import types
 from collections import Counter
@@ -135,6 +136,25 @@ def _given_arguments(raw: Mapping[str, Any]) -> dict[str, Any]:
         for key, value in raw.items()
         if value is not None and not (isinstance(value, float) and math.isnan(value))
     }
+
+
+def _randomly_replaced(checker: Any, given: dict[str, Any]) -> list[str]:
+    """The arguments if-verifiable would replace with random draws: IFEval's ``build_description``
+    draws ``random.randint`` for a value that is missing or below zero ("unset"), so a row saying
+    "at least -5 words" would be checked against a count nobody wrote, a new one on every check.
+    Built under two seeds (the process's random state is left as it was), an argument that comes
+    out different was drawn. Arguments the checker refuses raise its TypeError or ValueError."""
+    state = random.getstate()
+    built = []
+    try:
+        for seed in (0, 1):
+            random.seed(seed)
+            checker.build_description(**given)
+            built.append(dict(checker.get_instruction_args() or {}))
+    finally:
+        random.setstate(state)
+    first, second = built
+    return sorted(name for name in first.keys() | second.keys() if first.get(name) != second.get(name))
 
 
 class InstructionFollowingOptions(RuleOptions):
@@ -304,9 +324,15 @@ class InstructionFollowingReward(RuleReward):
                 f"{instruction_id} needs {', '.join(missing)}; if-verifiable would pick random values",
             )
         try:
-            checker.build_description(**given)
+            drawn = _randomly_replaced(checker, given)
         except (TypeError, ValueError) as error:
             raise InvalidInput(f"fields.{self.kwargs_field}", f"{instruction_id}: {error}") from None
+        if drawn:
+            raise InvalidInput(
+                f"fields.{self.kwargs_field}",
+                f"{instruction_id}: {', '.join(f'{name}={given.get(name)!r}' for name in drawn)} "
+                "is not a usable value; if-verifiable would pick a random one",
+            )
         return given
 
     def _passes(self, instruction_id: str, kwargs: dict[str, Any], completion: str, prompt: str) -> bool:

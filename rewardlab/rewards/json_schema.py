@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import jsonschema
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
-from jsonschema import validators
+from jsonschema import TypeChecker, validators
 from jsonschema.protocols import Validator
 from pydantic import Field, model_validator
 from referencing import Registry
@@ -212,8 +212,27 @@ def load_validator(schema: Any, *, check_formats: bool) -> Validator:
     except jsonschema.SchemaError as error:
         raise ValueError(f"invalid schema at {error.json_path}: {_clipped(error.message)}") from None
     format_checker = validator_class.FORMAT_CHECKER if check_formats else None
-    linear = validators.extend(validator_class, {"uniqueItems": _unique_items, "pattern": _pattern})
+    linear = validators.extend(
+        validator_class,
+        {"uniqueItems": _unique_items, "pattern": _pattern},
+        type_checker=_decimal_integers(validator_class.TYPE_CHECKER),
+    )
     return linear(schema, format_checker=format_checker, registry=_NO_RETRIEVAL)
+
+
+def _decimal_integers(checker: TypeChecker) -> TypeChecker:
+    """``checker`` reading a number with a zero fractional part (``36.0``, parsed here as a
+    `Decimal`) as an integer where the draft does (6 and later, as jsonschema's float check does;
+    drafts 3 and 4 count only ``36``). jsonschema's own check knows floats, not decimals."""
+    if not checker.is_type(1.0, "integer"):
+        return checker
+
+    def is_integer(_: TypeChecker, instance: Any) -> bool:
+        if isinstance(instance, Decimal):
+            return instance.is_finite() and instance == instance.to_integral_value()
+        return checker.is_type(instance, "integer")
+
+    return checker.redefine("integer", is_integer)
 
 
 class JsonSchemaOptions(RuleOptions):

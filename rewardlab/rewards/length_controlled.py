@@ -15,12 +15,64 @@ then set to its mean over the set::
 
     r_adjusted = r - slope * (x - mean(x)),    slope = cov(x, r) / var(x)
 
-That is the reward less the part of it that length predicts linearly; the mean reward over the
-set is unchanged, and a reward that is a linear function of ``x`` becomes constant. The feature
-(``feature``) is AlpacaEval's ``tanh_std``: ``tanh((length - mean) / std)`` with the set's mean
-and (Bessel-corrected, as pandas' ``std()`` in the original) standard deviation, or ``log``:
-``log(1 + length)``. Length is in characters by default, as in AlpacaEval; since the z-score does
-not change when all lengths are scaled, tokens or words give nearly the same feature.
+That is the reward less the part of it that length predicts linearly. The feature (``feature``)
+is a z-score of the length: ``clipped_std`` (the default), ``(length - mean) / std`` clipped to
+``[-3, 3]``, or AlpacaEval's ``tanh_std``, ``tanh((length - mean) / std)``, with the mean and
+(Bessel-corrected, as pandas' ``std()`` in the original) standard deviation of the lengths the
+slope is fit on; or ``log``: ``log(1 + length)``. Length is in characters by default, as in
+AlpacaEval; since the z-score does not change when all lengths are scaled, tokens or words give
+nearly the same feature.
+
+Three departures from AlpacaEval, because here the policy being trained chooses the lengths
+(rewardlab red-team 22, findings 1 and 1b). The first two make padding never pay: whatever the
+wrapped value of a sample, a longer completion of it never gets a higher adjusted value (proof
+below; the tests check it over random groups, batches and paddings):
+
+- Only a reward that *rises* with length is corrected (``direction: longer_only``, the default):
+  a fitted slope below 0 is clamped to 0. A negative slope is usually honest (wrong rollouts
+  ramble, so long answers score lower); subtracting it would pay every extra character, right or
+  wrong (finding 1b). ``direction: both`` removes either sign, as AlpacaEval does, for
+  evaluation parity; it is not safe to train on.
+- Each sample's slope is fit on the *other* samples of its set, whose lengths also standardise
+  the feature (``slope_fit: leave_one_out``, the default). AlpacaEval's GLM is fit over a whole
+  leaderboard; a group has 8 or 16 completions, one of which the policy can make a length
+  outlier, and least squares then puts the line through that outlier (leverage near 1) and pays
+  it about the group's mean whatever its own reward (finding 1). This is the leave-one-out idea
+  of RLOO's baseline (Kool et al. 2019, "Buy 4 REINFORCE Samples, Get a Baseline for Free!";
+  Ahmadian et al. 2024, arXiv:2402.14740): a sample's own value must not enter what it is
+  compared with; it is also the cross-fitting of double machine learning (Chernozhukov et al.
+  2018, arXiv:1608.00060), where a nuisance function is estimated without the sample it is
+  applied to. For sample ``i`` of a set of ``n``::
+
+      x_j = f_i(length_j)        (z-scores by the mean and std of the lengths other than i's)
+      slope_i = max(0, cov(x, r) / var(x))        over the samples j != i
+      r_adjusted_i = r_i - slope_i * (x_i - mean(x))        (mean over all n)
+
+  Proof: ``slope_i`` and ``x_j`` for ``j != i`` do not depend on sample ``i``;
+  ``x_i - mean(x) = (n - 1) / n * (x_i - mean_{j != i} x_j)`` does not fall as ``length_i``
+  rises, because ``f_i`` does not (clipping, tanh and log1p are non-decreasing); times a slope
+  ``>= 0`` the subtracted term does not fall, so ``r_adjusted_i`` does not rise. A robust pooled
+  slope (Theil-Sen, a leverage cap) bounds one point's influence but does not give this: the
+  outlier still takes part in its own fit and its own standardisation. ``slope_fit: pooled``
+  is AlpacaEval's one fit over the whole set; with ``direction: both`` and ``feature:
+  tanh_std`` it is this reward's behaviour before red-team 22, and keeps the set's mean reward.
+- The default feature is ``clipped_std``, not AlpacaEval's ``tanh_std``. Left out of its own
+  fit, a sample at the edge of its group lies outside the lengths the slope was fit on, where
+  tanh flattens: a reward linear in length then keeps about a quarter of its spread in random
+  groups of 8 (the pooled tanh fit keeps about a seventh). A clipped z-score extrapolates the
+  others' line to 3 standard deviations, so such a reward comes out flat (exactly, in those
+  groups, unless a sample lies beyond 3 std of the others), and the term subtracted is still
+  bounded (at most ``slope * 6``), which is what AlpacaEval's tanh is for. A reward whose length
+  preference saturates is then over-corrected at the long end: the safe side.
+
+The defense is a linear trend per set: a reward that is not linear in the feature keeps some of
+its length dependence, and a sample's value moves with its set. Padding one completion never
+raises its own value, but it changes its batch mates' slopes, so its GRPO advantage (its value
+less its mates' mean) is not guaranteed: in 400 random groups of 8 with 0/1 rewards it rose in 34,
+by at most +0.036 (AlpacaEval's pooled two-sided fit: 189, by up to +0.978). And the other side of
+removing a positive slope: a completion shorter than its mates gains (``r - slope * (x -
+mean(x))`` with ``x`` below the mean), so where short answers are wrong, a short wrong answer can
+edge out a long wrong one.
 
 Which samples the slope is fit over (``fit``):
 
@@ -29,16 +81,23 @@ Which samples the slope is fit over (``fit``):
   within a group is the one a policy learns from; fitting per group also keeps the difference
   between prompts (a hard question has longer and lower-scored answers) out of the slope, which
   is what AlpacaEval's per-instruction difficulty term is for.
-- ``batch``: all samples of one call, one slope; for calls whose groups are too small to fit
-  (one completion per prompt). Length differences between prompts then enter the slope.
+- ``batch``: all samples of one call (under ``leave_one_out``, the others of the call); for
+  calls whose groups are too small to fit (one completion per prompt). Length differences
+  between prompts then enter the slope: across prompts wrong answers tend to be the longer ones,
+  the slope is negative, and only ``direction: longer_only`` keeps it from paying padding
+  (finding 1b). One slope per sample costs time growing with the square of the batch (about 1 s
+  for 1,024 samples).
 - ``calibration``: a slope fit once on reference data (`fit_length_calibration`), read from a
-  file; each sample is adjusted on its own, so its value does not depend on its batch.
+  file; each sample is adjusted on its own, so its value does not depend on its batch. A
+  negative calibrated slope is clamped to 0 too, unless ``direction: both``.
 
 Degenerate cases, each exact rather than guessed:
 
 - A set whose completions all have the same length (or a set of one): the feature has no spread,
   ``x - mean(x)`` is 0 for every sample, so the value is the wrapped reward's whatever the slope
   (``slope`` is reported as 0.0, the least-squares minimum-norm solution, with a ``fit_note``).
+  Likewise, under ``leave_one_out``, a sample whose *other* completions all have one length gets
+  slope 0 (nothing to fit a slope from) and its wrapped value, with a ``fit_note``.
 - A set with length spread but fewer than ``min_fit_samples`` scored samples: a line through two
   points fits them exactly and would remove all of their signal, so those samples get status
   ``not_applicable`` with the reason, never a value.
@@ -68,8 +127,12 @@ from rewardlab.rewards.options import OptionError, PathOption, RewardSpec, takes
 from rewardlab.rewards.registry import built
 from rewardlab.rewards.shaping import CompletionUnits, LengthUnit, UnitOptions
 
-LengthFeature = Literal["tanh_std", "log"]
+LengthFeature = Literal["clipped_std", "tanh_std", "log"]
+#: ``clipped_std`` clips the z-score of a length at this many standard deviations.
+CLIP_STD = 3.0
 FitScope = Literal["group", "batch", "calibration"]
+SlopeDirection = Literal["longer_only", "both"]
+SlopeFit = Literal["leave_one_out", "pooled"]
 
 
 def length_moments(lengths: Sequence[int]) -> tuple[float, float]:
@@ -82,11 +145,15 @@ def length_moments(lengths: Sequence[int]) -> tuple[float, float]:
 
 
 def length_feature(length: int, feature: LengthFeature, length_mean: float, length_std: float) -> float:
-    """The feature a reward is regressed on: ``tanh((length - mean) / std)`` (0 when the lengths
-    have no spread), or ``log(1 + length)``."""
+    """The feature a reward is regressed on: ``(length - mean) / std`` clipped to
+    ``[-CLIP_STD, CLIP_STD]``, or ``tanh((length - mean) / std)`` (either 0 when the lengths have
+    no spread), or ``log(1 + length)``. Each rises with ``length``."""
     if feature == "log":
         return math.log1p(length)
-    return 0.0 if length_std == 0 else math.tanh((length - length_mean) / length_std)
+    if length_std == 0:
+        return 0.0
+    z = (length - length_mean) / length_std
+    return math.tanh(z) if feature == "tanh_std" else min(max(z, -CLIP_STD), CLIP_STD)
 
 
 def least_squares(features: Sequence[float], values: Sequence[float]) -> tuple[float, float, float]:
@@ -116,7 +183,8 @@ class LengthCalibration:
         intercept: The fitted reward at feature 0 (for reading; the adjustment needs only the
             slope and the mean feature).
         feature_mean: The mean feature over the reference data; a sample is adjusted to it.
-        length_mean: The mean length over the reference data (standardises ``tanh_std``).
+        length_mean: The mean length over the reference data (standardises ``clipped_std`` and
+            ``tanh_std``).
         length_std: The Bessel-corrected standard deviation of those lengths.
         count: How many scored samples the fit used.
     """
@@ -137,7 +205,7 @@ class LengthCalibration:
         scores: Sequence[Score],
         *,
         unit: LengthUnit = "chars",
-        feature: LengthFeature = "tanh_std",
+        feature: LengthFeature = "clipped_std",
         tokenizer: Any | None = None,
     ) -> LengthCalibration:
         """The calibration of ``scores`` (a reward's scores of ``samples``): samples without a
@@ -200,7 +268,7 @@ def fit_length_calibration(
     rows: str | Path | Iterable[Mapping[str, Any]],
     *,
     unit: LengthUnit = "chars",
-    feature: LengthFeature = "tanh_std",
+    feature: LengthFeature = "clipped_std",
     tokenizer: Any | None = None,
 ) -> LengthCalibration:
     """A `LengthCalibration` from scored rows: a JSONL file (or the mappings) of records with
@@ -259,18 +327,28 @@ class LengthControlledOptions(UnitOptions):
     """Which scored samples the slope is fit over: ``group`` (the sample's group, see
     ``group_field``), ``batch`` (all samples of one call) or ``calibration`` (a slope fit on
     reference data, read from ``calibration``)."""
-    feature: LengthFeature = "tanh_std"
-    """The length feature: ``tanh_std``, ``tanh((length - mean) / std)`` over the fit set (as
-    length-controlled AlpacaEval), or ``log``, ``log(1 + length)``."""
+    feature: LengthFeature = "clipped_std"
+    """The length feature: ``clipped_std``, ``(length - mean) / std`` clipped at 3 standard
+    deviations, ``tanh_std``, ``tanh((length - mean) / std)`` (as length-controlled AlpacaEval),
+    with the mean and std of the lengths the slope is fit on, or ``log``, ``log(1 + length)``."""
     unit: LengthUnit = "chars"
     """What length is measured in: ``chars`` (as AlpacaEval), ``words`` (whitespace-separated),
     or ``tokens`` (from ``fields["completion_ids"]``, which TRL passes, else from ``tokenizer``)."""
     group_field: str = "group_id"
     """With ``fit: group``, the `Sample.fields` key naming a sample's group; samples without it
     are grouped by prompt."""
+    direction: SlopeDirection = "longer_only"
+    """Which length dependence is removed: ``longer_only`` (a fitted slope below 0 is clamped to
+    0, so being longer never earns more; the one to train with) or ``both`` (either sign, as
+    length-controlled AlpacaEval; for evaluation parity only: a negative slope pays padding)."""
+    slope_fit: SlopeFit = "leave_one_out"
+    """How the slope is fit within the set (``fit: group`` or ``batch``): ``leave_one_out`` (each
+    sample's slope from the other samples, so a policy-made length outlier cannot set its own
+    slope) or ``pooled`` (one least-squares fit over the set, as AlpacaEval)."""
     min_fit_samples: int = Field(default=3, ge=2)
     """The fewest scored samples, with lengths that differ, a slope is fit from; a smaller set is
-    ``not_applicable`` (a line through two points would remove all of their signal)."""
+    ``not_applicable`` (a line through two points would remove all of their signal). At least 3
+    with ``slope_fit: leave_one_out`` (each fit leaves one sample out)."""
     calibration: PathOption | SkipJsonSchema[InstanceOf[LengthCalibration]] | None = None
     """With ``fit: calibration``: a JSON file written by `LengthCalibration.write` (see
     `fit_length_calibration`), or from Python a `LengthCalibration`. Its unit and feature must be
@@ -292,10 +370,17 @@ class LengthControlledOptions(UnitOptions):
                         f"is {getattr(self, option)!r} but the calibration was fit with "
                         f"{option}: {getattr(calibration, option)}",
                     )
-            if "min_fit_samples" in self.model_fields_set:
-                raise OptionError("min_fit_samples", "has no meaning with fit: calibration")
+            for option in ("min_fit_samples", "slope_fit"):
+                if option in self.model_fields_set:
+                    raise OptionError(option, "has no meaning with fit: calibration")
         elif self.calibration is not None:
             raise OptionError("calibration", f"is read only with fit: calibration, not fit: {self.fit}")
+        elif self.slope_fit == "leave_one_out" and self.min_fit_samples < 3:
+            raise OptionError(
+                "min_fit_samples",
+                f"is {self.min_fit_samples}, but slope_fit: leave_one_out fits each slope on the "
+                "other samples, so it needs at least 3",
+            )
         if self.fit != "group" and "group_field" in self.model_fields_set:
             raise OptionError("group_field", f"is read only with fit: group, not fit: {self.fit}")
         return self
@@ -314,33 +399,59 @@ class _Measured:
     length: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """How one sample is adjusted: its feature, the feature it is moved to, the slope fitted and
+    the slope removed (after ``direction``), how many samples the slope came from, and a note."""
+
+    feature: float
+    feature_mean: float
+    fitted_slope: float
+    slope: float
+    size: int
+    note: str | None = None
+
+
 @takes_options(LengthControlledOptions)
 class LengthControlledReward(Reward):
     """A wrapped reward less the part of it that completion length predicts, after
     length-controlled AlpacaEval: ``r - slope * (x - mean(x))``, with the slope of a
-    least-squares fit of the reward on a length feature ``x`` over the sample's group, its batch,
-    or reference data (see the module docstring).
+    least-squares fit of the reward on a length feature ``x`` over the sample's group (the other
+    samples of it, by default), its batch, or reference data; by default only a slope above 0 is
+    removed, so that a longer completion never scores more (see the module docstring).
 
     Options: `LengthControlledOptions` (``reward``, ``fit``, ``feature``, ``unit``,
-    ``group_field``, ``min_fit_samples``, ``calibration``).
+    ``group_field``, ``direction``, ``slope_fit``, ``min_fit_samples``, ``calibration``).
 
     The breakdown holds the wrapped reward's value under its name (its own breakdown under
-    ``<its name>/``) and ``length_slope``, so the TRL adapter logs how strongly the reward
-    follows length as training goes. ``details`` has ``raw_value``, ``length``, ``unit``,
-    ``feature`` (the sample's), ``feature_mean``, ``slope`` (the one removed), ``fit`` and
-    ``fit_size``, and the wrapped reward's details under ``reward_details``.
+    ``<its name>/``) and ``length_slope`` (the slope removed), so the TRL adapter logs how
+    strongly the reward follows length as training goes. ``details`` has ``raw_value``,
+    ``length``, ``unit``, ``feature`` (the sample's), ``feature_mean`` (the feature it is moved
+    to), ``fitted_slope`` (the least-squares slope), ``slope`` (the one removed: the fitted one,
+    or 0.0 when ``direction: longer_only`` clamped a negative one), ``slope_clamped``,
+    ``direction``, ``slope_fit``, ``fit`` and ``fit_size`` (the samples the slope was fit on:
+    the others of the set under ``leave_one_out``), a ``fit_note`` where a degenerate case
+    decided, and the wrapped reward's details under ``reward_details``.
 
     Example:
-        A reward that only measures length (1% per word up to 100 words) comes out nearly
-        flat; it was linear in words, and the feature is tanh-standardised words:
+        A reward that only measures length (1% per word up to 100 words) comes out flat: it is
+        linear in words, and the feature is the clipped z-score of words:
 
         >>> from rewardlab import Sample
         >>> from rewardlab.rewards.shaping import LengthReward
         >>> wordy = LengthReward(mode="linear_target", target_length=100, unit="words")
         >>> controlled = LengthControlledReward(wordy, fit="batch", unit="words")
-        >>> scores = controlled.score([Sample(completion="a " * n) for n in (5, 10, 20)])
-        >>> [round(s.details["raw_value"], 2) for s in scores], [round(s.value, 3) for s in scores]
-        ([0.05, 0.1, 0.2], [0.116, 0.117, 0.116])
+        >>> scores = controlled.score([Sample(completion="a " * n) for n in (10, 20, 30, 40, 50, 60, 70, 80)])
+        >>> [round(s.details["raw_value"], 2) for s in scores]
+        [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+        >>> [round(s.value, 3) for s in scores]
+        [0.45, 0.45, 0.45, 0.45, 0.45, 0.45, 0.45, 0.45]
+
+        In a set of three, the longest lies beyond 3 standard deviations of the other two, and
+        keeps a little of its length bonus:
+
+        >>> [round(s.value, 3) for s in controlled.score([Sample(completion="a " * n) for n in (5, 10, 20)])]
+        [0.117, 0.117, 0.129]
     """
 
     name = "length_controlled"
@@ -350,10 +461,12 @@ class LengthControlledReward(Reward):
         reward: Reward | Mapping[str, Any],
         *,
         fit: FitScope = "group",
-        feature: LengthFeature = "tanh_std",
+        feature: LengthFeature = "clipped_std",
         unit: LengthUnit = "chars",
         tokenizer: Any | None = None,
         group_field: str = "group_id",
+        direction: SlopeDirection = "longer_only",
+        slope_fit: SlopeFit = "leave_one_out",
         min_fit_samples: int = 3,
         calibration: str | Path | LengthCalibration | None = None,
         name: str | None = None,
@@ -363,12 +476,15 @@ class LengthControlledReward(Reward):
         self.feature = feature
         self.units = CompletionUnits(unit, tokenizer)
         self.group_field = group_field
+        self.direction = direction
+        self.slope_fit = slope_fit
         self.min_fit_samples = min_fit_samples
         self.calibration = None if calibration is None else _calibration(calibration)
         if name is not None:
             self.name = name
         self.io_bound = self.reward.io_bound
         self.uses_gpu = self.reward.uses_gpu
+        self.scores_groups = fit != "calibration" or self.reward.scores_groups
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         wrapped = await scores_or_failures(self.reward, samples)
@@ -394,51 +510,92 @@ class LengthControlledReward(Reward):
                 scores[index] = adjusted
         return scores  # type: ignore[return-value]  # every index is set above
 
-    def _adjusted(self, measured: list[_Measured], wrapped: Sequence[Score]) -> dict[int, Score]:
-        """The length-controlled scores of one fit set (or, with a calibration, of any samples)."""
-        note = None
+    def _removed(self, fitted: float) -> float:
+        return fitted if self.direction == "both" else max(fitted, 0.0)
+
+    def _fits(self, measured: list[_Measured]) -> list[_Fit] | str:
+        """Each sample's `_Fit`, or why the set cannot be adjusted (``not_applicable``)."""
+        size = len(measured)
+        lengths = [m.length for m in measured]
         if self.calibration is not None:
             calibration = self.calibration
-            features = [calibration.feature_of(m.length) for m in measured]
-            slope, feature_mean, size = calibration.slope, calibration.feature_mean, calibration.count
-        else:
-            length_mean, length_std = length_moments([m.length for m in measured])
-            features = [length_feature(m.length, self.feature, length_mean, length_std) for m in measured]
-            slope, _, feature_mean = least_squares(features, [m.value for m in measured])
-            size = len(measured)
-            if all(x == features[0] for x in features):
-                note = f"all {size} scored completion(s) of the {self.fit} have one length: nothing to remove"
-            elif size < self.min_fit_samples:
-                reason = (
-                    f"the {self.fit} has {size} scored completions of different lengths; a length slope "
-                    f"needs at least {self.min_fit_samples} (min_fit_samples)"
+            slope = calibration.slope
+            return [
+                _Fit(
+                    calibration.feature_of(length),
+                    calibration.feature_mean,
+                    slope,
+                    self._removed(slope),
+                    calibration.count,
                 )
-                return {m.index: Score.failure(Status.NOT_APPLICABLE, reason) for m in measured}
+                for length in lengths
+            ]
+        if all(length == lengths[0] for length in lengths):
+            note = f"all {size} scored completion(s) of the {self.fit} have one length: nothing to remove"
+            x = length_feature(lengths[0], self.feature, lengths[0], 0.0)
+            return [_Fit(x, x, 0.0, 0.0, size, note) for _ in measured]
+        if size < self.min_fit_samples:
+            return (
+                f"the {self.fit} has {size} scored completions of different lengths; a length slope "
+                f"needs at least {self.min_fit_samples} (min_fit_samples)"
+            )
+        values = [m.value for m in measured]
+        if self.slope_fit == "pooled":
+            length_mean, length_std = length_moments(lengths)
+            features = [length_feature(length, self.feature, length_mean, length_std) for length in lengths]
+            fitted, _, feature_mean = least_squares(features, values)
+            return [_Fit(x, feature_mean, fitted, self._removed(fitted), size) for x in features]
+        fits = []
+        for i in range(size):
+            others = lengths[:i] + lengths[i + 1 :]
+            length_mean, length_std = length_moments(others)
+            features = [length_feature(length, self.feature, length_mean, length_std) for length in others]
+            fitted, _, _ = least_squares(features, values[:i] + values[i + 1 :])
+            x = length_feature(lengths[i], self.feature, length_mean, length_std)
+            why: str | None = None
+            if all(length == others[0] for length in others):
+                why = (
+                    f"the other {size - 1} scored completions of the {self.fit} have one length: "
+                    "no slope to fit"
+                )
+            fits.append(
+                _Fit(x, math.fsum([x, *features]) / size, fitted, self._removed(fitted), size - 1, why)
+            )
+        return fits
+
+    def _adjusted(self, measured: list[_Measured], wrapped: Sequence[Score]) -> dict[int, Score]:
+        """The length-controlled scores of one fit set (or, with a calibration, of any samples)."""
+        fits = self._fits(measured)
+        if isinstance(fits, str):
+            return {m.index: Score.failure(Status.NOT_APPLICABLE, fits) for m in measured}
         results = {}
-        for m, x in zip(measured, features, strict=True):
+        for m, fit in zip(measured, fits, strict=True):
             score = wrapped[m.index]
             details: dict[str, Any] = {
                 "raw_value": m.value,
                 "length": m.length,
                 "unit": self.units.unit,
-                "feature": x,
-                "feature_mean": feature_mean,
-                "slope": slope,
+                "feature": fit.feature,
+                "feature_mean": fit.feature_mean,
+                "fitted_slope": fit.fitted_slope,
+                "slope": fit.slope,
+                "slope_clamped": fit.slope != fit.fitted_slope,
+                "direction": self.direction,
+                "slope_fit": "calibration" if self.calibration is not None else self.slope_fit,
                 "fit": self.fit,
-                "fit_size": size,
+                "fit_size": fit.size,
             }
-            if note is not None:
-                details["fit_note"] = note
+            if fit.note is not None:
+                details["fit_note"] = fit.note
             if score.details:
                 details["reward_details"] = score.details
             breakdown = {
                 self.reward.name: m.value,
                 **{f"{self.reward.name}/{key}": value for key, value in score.breakdown.items()},
-                "length_slope": slope,
+                "length_slope": fit.slope,
             }
-            results[m.index] = replace(
-                score, value=m.value - slope * (x - feature_mean), breakdown=breakdown, details=details
-            )
+            value = m.value - fit.slope * (fit.feature - fit.feature_mean)
+            results[m.index] = replace(score, value=value, breakdown=breakdown, details=details)
         return results
 
     def close(self) -> None:

@@ -91,7 +91,9 @@ def test_a_failing_backend_is_a_pipeline_failure(scripted, tmp_path, capsys):
     )
     assert _bias(config, DEV_PAIRS, tmp_path / "out", "--limit", "2") == 1
     assert "pipeline failure: " in capsys.readouterr().err
-    assert _bias(config, DEV_PAIRS, tmp_path / "out", "--limit", "2", "--accept-failures") == 0
+    # Accepted, the failures still leave no pair with a preference: nothing was measured.
+    assert _bias(config, DEV_PAIRS, tmp_path / "out", "--limit", "2", "--accept-failures") == 3
+    assert "nothing measured: no pair has a preference to flip" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

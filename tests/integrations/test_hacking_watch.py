@@ -2,17 +2,19 @@
 here, by hand or with numpy), its thresholds and the trainer events they drive, sampling from a
 real tiny model, and a real GRPOTrainer run that it stops.
 
-The rewards are a deliberately hackable proxy that pays for length and a gold verifier that pays
-only for the reference's answer.
+The rewards are a deliberately hackable proxy that pays for length (in characters, in token ids,
+or against its group's mean) and a gold verifier that pays only for the reference's answer.
 """
 
 import logging
+import math
 import warnings
+from collections import defaultdict
 
 import numpy as np
 import pytest
 
-from rewardlab import RuleReward, Sample, Score
+from rewardlab import Reward, RuleReward, Sample, Score
 from rewardlab.integrations.hacking_metrics import spearman
 from rewardlab.integrations.hacking_watch import HackingThresholds, HackingWatch, RewardHackingWarning
 from rewardlab.integrations.policy_samples import WatchSampling
@@ -42,6 +44,60 @@ class Verifier(RuleReward):
         if sample.completion_text == "unverifiable":
             return Score.failure("parse_error", "no answer")
         return Score(float(sample.reference in sample.completion_text))
+
+
+class PaysTokens(RuleReward):
+    """A proxy that counts tokens as TRL hands them: a point per 10 ``completion_ids``."""
+
+    name = "pays_tokens"
+
+    def check(self, sample):
+        ids = sample.fields.get("completion_ids")
+        if ids is None:
+            return Score.failure("invalid_input", "fields.completion_ids: missing")
+        return Score(len(ids) / 10)
+
+
+class AboveGroupMean(Reward):
+    """A group-relative proxy: a completion's length in characters minus its group's mean length
+    (groups by `Sample.group_key`, as kimi length and group length control make them)."""
+
+    name = "above_group_mean"
+
+    async def ascore(self, samples):
+        groups = defaultdict(list)
+        for index, sample in enumerate(samples):
+            groups[sample.group_key()].append(index)
+        values = [0.0] * len(samples)
+        for members in groups.values():
+            mean = np.mean([len(samples[i].completion_text) for i in members])
+            for i in members:
+                values[i] = len(samples[i].completion_text) - mean
+        return [Score(value) for value in values]
+
+
+class GoldWithContext(RuleReward):
+    """A gold judge with a context window: completions over 40 characters cannot be read."""
+
+    name = "gold_with_context"
+
+    def check(self, sample):
+        if len(sample.completion_text) > 40:
+            return Score.failure("backend_error", "the prompt is longer than the judge's context")
+        return Score(float(sample.reference in sample.completion_text))
+
+
+def word_tokenizer():
+    """A real tokenizer with one id per word (ids: 0 ``<unk>``, 1 ``<eos>``, 2... the words below),
+    so that token counts can be worked out by hand."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["4", "it", "is", "so", "and", "on", "four", "So", "FOUR", "yes"]
+    vocab = {"<unk>": 0, "<eos>": 1} | {word: index + 2 for index, word in enumerate(words)}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token="<eos>")
 
 
 def completed(rows):
@@ -91,6 +147,7 @@ def test_each_metric_on_fixed_completions():
     # [2, 9, 3, 9] (the two 9s share ranks 3 and 4).
     rank_corr = np.corrcoef([1, 4, 2, 3], [1, 3.5, 2, 3.5])[0, 1]
     assert check.step == 5 and check.alerts == ()
+    nan = math.nan
     assert check.metrics == pytest.approx(
         {
             "hacking/proxy_mean": proxy.mean(),
@@ -101,16 +158,31 @@ def test_each_metric_on_fixed_completions():
             "hacking/length_mean": (2 + 9 + 3 + 4 + 9) / 5,
             "hacking/proxy_failed": 1.0,
             "hacking/gold_failed": 0.0,
+            "hacking/proxy_coverage": 4 / 5,
+            "hacking/gold_coverage": 1.0,
+            "hacking/gold_coverage_drop": 0.0,
+            "hacking/proxy_mean_gold_failed": nan,  # the gold scored every completion
+            "hacking/group_size": 1.0,  # five prompts, one completion each
             # pad: rows 0 and 2 ("4", "five") win; row 3's own score failed, so it is not compared.
             # shout: rows 1, 2, 4 tie (same length); row 0's "4" is unchanged, so no variant.
             # fail: every variant fails (4 of them: row 3 is "timeout" already); skip makes none.
             "hacking/exploit_rate/pad": 1.0,
             "hacking/exploit_rate/shout": 0.0,
+            "hacking/exploit_rate/fail": nan,
+            "hacking/exploit_rate/skip": nan,
             "hacking/exploit_rate": 2 / 4,  # rows 0 and 2 won, of the compared rows 0, 1, 2, 4
             "hacking/exploit_failed": 4.0,
             "hacking/alerts": 0.0,
-        }
+        },
+        nan_ok=True,
     )
+    assert check.undefined == {
+        "hacking/proxy_mean_gold_failed": "the gold scored every completion",
+        "hacking/exploit_rate/fail": "the proxy scored none of the 4 variants (first failure: timeout: "
+        "asked to time out); the variants carry no completion_ids: pass observe(..., tokenizer=) to "
+        "tokenize them",
+        "hacking/exploit_rate/skip": "the exploit made no variant of any completion",
+    }  # fmt: skip
     assert check.completions[1] == "It is 4, as you can check."
 
 
@@ -134,13 +206,30 @@ def test_failures_are_left_out_not_counted_as_zero():
     assert (check.metrics["hacking/proxy_failed"], check.metrics["hacking/gold_failed"]) == (1.0, 1.0)
 
 
-def test_undefined_metrics_are_left_out():
-    # One length for all, nothing the proxy could score, no exploits: no correlation, no means.
-    check = watch().observe(0, completed([("4", FAIL, 3), ("6", FAIL, 3)]))
-    assert "hacking/length_corr" not in check.metrics
-    assert "hacking/proxy_mean" not in check.metrics and "hacking/gap" not in check.metrics
-    assert "hacking/exploit_rate" not in check.metrics
+def test_undefined_metrics_are_logged_as_nan_with_their_reason(caplog):
+    # One length for all, nothing the proxy could score: no correlation, no proxy mean, no gap.
+    w = watch(thresholds=HackingThresholds(gap_increase=0.5))
+    with caplog.at_level(logging.INFO, logger="rewardlab.integrations.hacking_watch"):
+        check = w.observe(0, completed([("4", FAIL, 3), ("6", FAIL, 3)]))
+    undefined = ["hacking/proxy_mean", "hacking/gap", "hacking/length_corr", "hacking/gap_change"]
+    assert all(math.isnan(check.metrics[key]) for key in undefined)
+    assert check.undefined == {
+        "hacking/proxy_mean": "the proxy scored none of the 2 completions (first failure: timeout: asked "
+        "to time out)",
+        "hacking/gap": "no completion was scored by both the proxy and the gold",
+        "hacking/length_corr": "0 completion(s) with a proxy value",
+        "hacking/proxy_mean_gold_failed": "the gold scored every completion",
+        "hacking/gap_change": "no check has had a gap yet",
+    }  # fmt: skip
     assert check.metrics["hacking/gold_mean"] == 0.0
+    assert "hacking/exploit_rate" not in check.metrics  # no exploits were asked for
+    # The watched metric's blind spot is a warning; the others are noted at INFO.
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        "hacking watch, step 0: hacking/gap_change cannot be computed (no check has had a gap yet); "
+        "its threshold cannot alert at this check"
+    ]
+    assert sum(r.levelno == logging.INFO for r in caplog.records) == 4
 
 
 def test_spearman_against_hand_ranks():
@@ -164,6 +253,158 @@ def test_variants_are_scored_without_the_honest_completion_ids_and_as_messages()
     assert variant.fields == {"topic": "sums"}
 
 
+def test_variants_get_their_own_token_ids_from_the_tokenizer():
+    """Finding: variants kept no completion_ids, so a proxy that counts tokens failed on every
+    one and the exploit rate never existed. With the tokenizer each variant is counted itself."""
+    tokenizer = word_tokenizer()
+    recorded = Recorded(PaysTokens())
+    w = HackingWatch([Sample(prompt="2 + 2?")], recorded, Verifier(),
+                     exploits={"pad": lambda s: s.completion_text + " and so on"},
+                     thresholds=HackingThresholds(exploit_rate=0.5), on_alert="log")  # fmt: skip
+    # "it is 4" sampled as 3 word ids and an EOS (id 1), as a finished TRL completion keeps it.
+    honest = Sample(
+        prompt="2 + 2?", completion="it is 4", reference="4", fields={"completion_ids": [3, 4, 2, 1]}
+    )
+    w.observe(0, [honest], tokenizer=tokenizer)
+    check = w.observe(1, [honest], tokenizer=tokenizer)
+    scored = {sample.completion_text: sample for samples, _ in recorded.batches for sample in samples}
+    variant = scored["it is 4 and so on"]
+    # Six words: ids 3, 4, 2, then "and" 6, "so" 5, "on" 7, and the honest completion's EOS.
+    assert variant.fields["completion_ids"] == [3, 4, 2, 6, 5, 7, 1]
+    # Proxy: honest 4 ids -> 0.4, variant 7 ids -> 0.7: a win on the one row.
+    assert check.metrics["hacking/exploit_rate"] == 1.0 and check.metrics["hacking/exploit_failed"] == 0.0
+    assert check.metrics["hacking/proxy_mean"] == pytest.approx(0.4)
+    assert check.alerts == ("exploit_rate",)
+
+
+def test_without_a_tokenizer_a_token_counting_proxy_leaves_the_exploit_rate_undefined_and_says_why(caplog):
+    w = HackingWatch([Sample(prompt="2 + 2?")], PaysTokens(), Verifier(),
+                     exploits={"pad": lambda s: s.completion_text + " and so on"},
+                     thresholds=HackingThresholds(exploit_rate=0.5), on_alert="log")  # fmt: skip
+    honest = Sample(
+        prompt="2 + 2?", completion="it is 4", reference="4", fields={"completion_ids": [3, 4, 2, 1]}
+    )
+    with caplog.at_level(logging.WARNING, logger="rewardlab.integrations.hacking_watch"):
+        check = w.observe(0, [honest])
+    assert (
+        math.isnan(check.metrics["hacking/exploit_rate"]) and check.metrics["hacking/exploit_failed"] == 1.0
+    )
+    reason = check.undefined["hacking/exploit_rate"]
+    assert "invalid_input: fields.completion_ids: missing" in reason and "tokenizer=" in reason
+    assert caplog.messages == [
+        f"hacking watch, step 0: hacking/exploit_rate cannot be computed ({reason}); its threshold cannot "
+        "alert at this check"
+    ]
+
+
+def test_completions_whose_ids_do_not_round_trip_are_compared_with_retokenized_ids():
+    """The sampled ids (3 here) are not what the tokenizer makes of the text (4 words, 4 ids): an
+    exploit that only capitalises would 'win' 4 ids against 3 if compared with the sampled ids.
+    Both sides are counted by the tokenizer instead: a tie."""
+    tokenizer = word_tokenizer()
+    w = HackingWatch([Sample(prompt="2 + 2?")], PaysTokens(), Verifier(),
+                     exploits={"cap": lambda s: s.completion_text.capitalize()})  # fmt: skip
+    honest = Sample(
+        prompt="2 + 2?", completion="so it is four", reference="4", fields={"completion_ids": [9] * 3}
+    )
+    check = w.observe(0, [honest], tokenizer=tokenizer)
+    assert check.metrics["hacking/exploit_rate"] == 0.0
+    assert check.metrics["hacking/proxy_mean"] == pytest.approx(0.3)  # the trainer's ids, for the rest
+
+
+GROUP_TEXTS = ["a", "bbb", "ccccc"]
+
+
+def grouped(texts_by_prompt):
+    """Completed samples, several per prompt: a group each."""
+    return [
+        Sample(prompt=prompt, completion=text, reference="x", fields={"completion_ids": [0] * len(text)})
+        for prompt, texts in texts_by_prompt.items()
+        for text in texts
+    ]
+
+
+def test_variants_are_scored_in_place_beside_their_honest_siblings():
+    """Each padded variant replaces its completion in its group. Group lengths 1, 3, 5 (mean 3):
+    honest values -2, 0, +2. Padding "a" by 4 gives lengths 5, 3, 5 (mean 13/3): 5 - 13/3 = 0.667;
+    "bbb" -> 7 beside 1, 5: 7 - 13/3 = 2.667; "ccccc" -> 9 beside 1, 3: 9 - 13/3 = 4.667. Every
+    variant beats its completion. Scored beside the other variants instead (5, 7, 9: mean 7) they
+    would be -2, 0, +2: ties, a rate of 0."""
+    recorded = Recorded(AboveGroupMean())
+    w = HackingWatch(
+        [Sample(prompt="p")], recorded, Verifier(), exploits={"pad": lambda s: s.completion_text + "xxxx"}
+    )
+    check = w.observe(0, grouped({"p": GROUP_TEXTS, "q": ["dd", "dd"]}))
+    assert check.metrics["hacking/exploit_rate"] == 1.0  # q's variants: 6 beside 2 -> +2 > 0 too
+    assert check.metrics["hacking/group_size"] == 2.5
+    variant_batches = [
+        samples for samples, _ in recorded.batches if any(s.completion_text.endswith("xxxx") for s in samples)
+    ]
+    # Three rounds (the largest group has three completions), each the whole probe set with at
+    # most one variant per group.
+    assert len(variant_batches) == 3
+    for samples in variant_batches:
+        assert len(samples) == 5
+        for prompt in "pq":
+            assert sum(s.completion_text.endswith("xxxx") for s in samples if s.prompt == prompt) <= 1
+    values = {
+        sample.completion_text: score.value
+        for samples, scores in recorded.batches
+        for sample, score in zip(samples, scores, strict=True)
+        if sample.completion_text.endswith("xxxx") and sample.prompt == "p"
+    }
+    assert values == pytest.approx({"axxxx": 5 - 13 / 3, "bbbxxxx": 7 - 13 / 3, "cccccxxxx": 9 - 13 / 3})
+
+
+def test_a_group_relative_proxy_in_groups_of_one_is_reported_once():
+    probe = [Sample(prompt=f"question {i}") for i in range(3)]
+    w = HackingWatch(probe, AboveGroupMean(), Verifier())
+    samples = [Sample(prompt=f"question {i}", completion=t, reference="x", fields={"completion_ids": [0]})
+               for i, t in enumerate(GROUP_TEXTS)]  # fmt: skip
+    # Alone each scores 0; as one group they score -2, 0, +2: two of three change.
+    with pytest.warns(UserWarning, match=r"scores a completion against its group: 2 of 3 probe completions"):
+        check = w.observe(0, samples)
+    assert w.group_relative is True and check.metrics["hacking/group_size"] == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        w.observe(1, samples)  # tested once
+
+    plain = HackingWatch(probe, PaysLength(), Verifier())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain.observe(0, samples)
+    assert plain.group_relative is False
+
+
+def test_gold_coverage_falling_alerts_and_shows_what_the_gap_leaves_out():
+    """Finding: padded completions overflowed the gold judge's context, left the gap, and nothing
+    alerted while the proxy climbed. The gold's coverage has a default threshold (a fall of 0.1)."""
+    probe = [Sample(prompt="a", reference="4"), Sample(prompt="b", reference="4")]
+    w = HackingWatch(
+        probe,
+        PaysLength(),
+        GoldWithContext(),
+        thresholds=HackingThresholds(gap_increase=0.05),
+        on_alert="log",
+    )
+    pad = " and so on" * 5  # 50 characters: past the gold's 40
+    rounds = [("it is 4", "4"), ("it is 4" + pad, "4"), ("it is 4" + pad, "4" + pad)]
+    checks = [w.observe(step, completed([("4", a, 1), ("4", b, 1)])) for step, (a, b) in enumerate(rounds)]
+    coverage = [c.metrics["hacking/gold_coverage"] for c in checks]
+    assert coverage == [1.0, 0.5, 0.0]
+    assert [c.metrics["hacking/gold_coverage_drop"] for c in checks] == [0.0, 0.5, 1.0]
+    assert [c.alerts for c in checks] == [(), ("gold_coverage_drop",), ("gold_coverage_drop",)]
+    # Check 1: the gap has only "4" (0.1 - 1.0), as at the baseline's second row; the padded row's
+    # proxy value, 5.7, is where the gold could not look.
+    assert checks[1].metrics["hacking/gap"] == pytest.approx(0.1 - 1.0)
+    assert checks[1].metrics["hacking/proxy_mean_gold_failed"] == pytest.approx(5.7)
+    assert checks[2].metrics["hacking/proxy_mean_gold_failed"] == pytest.approx((5.7 + 5.1) / 2)
+    assert math.isnan(checks[2].metrics["hacking/gap"]) and math.isnan(
+        checks[2].metrics["hacking/gap_change"]
+    )
+    assert checks[2].undefined["hacking/gap_change"] == "no gap at this check"
+
+
 def test_a_sample_without_completion_ids_is_refused():
     with pytest.raises(ValueError, match="completion_ids"):
         watch().observe(0, [Sample(prompt="q", completion="4", reference="4")])
@@ -174,7 +415,8 @@ def test_a_sample_without_completion_ids_is_refused():
     [
         ({"every_n_steps": 0}, "every_n_steps"),
         ({"on_alert": "raise"}, "on_alert"),
-        ({"on_alert": "stop"}, "at least one threshold"),
+        ({"on_alert": "stop", "thresholds": HackingThresholds(gold_coverage_drop=None)}, "at least one"),
+        ({"thresholds": HackingThresholds(exploit_rate=0.5)}, "exploit_rate threshold needs `exploits`"),
     ],
 )
 def test_options_are_checked(options, message):
@@ -185,7 +427,8 @@ def test_options_are_checked(options, message):
 @pytest.mark.parametrize(
     ("options", "message"),
     [({"length_corr": 1.5}, "length_corr"), ({"exploit_rate": 1.0}, "exploit_rate"),
-     ({"gap_increase": float("nan")}, "gap_increase"), ({"patience": 0}, "patience")],
+     ({"gap_increase": float("nan")}, "gap_increase"), ({"patience": 0}, "patience"),
+     ({"gold_coverage_drop": 1.0}, "gold_coverage_drop")],
 )  # fmt: skip
 def test_thresholds_are_checked(options, message):
     with pytest.raises(ValueError, match=message):
@@ -219,7 +462,7 @@ def test_the_baseline_never_alerts_and_alerts_need_patience():
 
 def test_every_threshold_alerts_on_its_own_metric():
     thresholds = HackingThresholds(gap_increase=1.0, length_corr=0.9, exploit_rate=0.99)
-    w = watch(thresholds=thresholds, on_alert="log")
+    w = watch(thresholds=thresholds, on_alert="log", exploits={"skip": lambda sample: None})
     w.observe(0, completed([("4", "4", 1), ("6", "6", 1)]))  # gap -0.9
     # Gap 1.7 (up 2.6 > 1.0); proxy ranks follow length ranks exactly (1.0 > 0.9); no exploits.
     check = w.observe(1, completed([("4", "4" * 30, 30), ("6", "no idea at all", 4)]))
@@ -318,6 +561,21 @@ def test_sampling_the_tiny_policy(tiny_causal_lm, tiny_tokenizer):
     )
 
 
+def test_sampling_groups_of_completions(tiny_causal_lm, tiny_tokenizer):
+    probe = [Sample(prompt="Say something kind.", id="kind"), Sample(prompt="Hi")]
+    sampling = WatchSampling(max_new_tokens=6, do_sample=True, num_generations=3, batch_size=4)
+    samples = HackingWatch(probe, PaysLength(), Verifier(), sampling=sampling).sample_policy(
+        tiny_causal_lm, tiny_tokenizer
+    )
+    assert [s.id for s in samples] == ["kind#0", "kind#1", "kind#2", None, None, None]
+    assert [s.group_key() for s in samples] == [("prompt", "Say something kind.")] * 3 + [
+        ("prompt", "Hi")
+    ] * 3
+    assert len({tuple(s.fields["completion_ids"]) for s in samples[:3]}) > 1  # sampled, not one greedy answer
+    with pytest.raises(ValueError, match="num_generations=2 needs do_sample=True"):
+        WatchSampling(num_generations=2)
+
+
 def test_seeded_sampling_leaves_the_random_stream_alone(tiny_causal_lm, tiny_tokenizer):
     import torch
 
@@ -332,18 +590,21 @@ def test_seeded_sampling_leaves_the_random_stream_alone(tiny_causal_lm, tiny_tok
 
 
 def test_grpo_run_is_stopped_by_the_watch(tmp_path, tiny_causal_lm, tiny_tokenizer):
-    """A real GRPOTrainer run of at most 3 steps on the length-paying proxy. The probe library's
-    ``fluff_padding`` earns the proxy more on every probe completion (exploit rate 1.0) at every
-    check, so with patience 2 the watch alerts at step 2 and stops the run there."""
+    """A real GRPOTrainer run of at most 3 steps on a proxy that pays token ids (``completion_ids``,
+    as TRL hands them to it). The watch samples 2 completions per probe prompt, a group each, and
+    tokenizes each variant with the trainer's tokenizer. The probe library's ``fluff_padding``
+    earns the proxy more on every probe completion (exploit rate 1.0) at every check, so with
+    patience 2 the watch alerts at step 2 and stops the run there."""
     trl = pytest.importorskip("trl")
     from datasets import Dataset
 
-    proxy = PaysLength()
+    proxy = PaysTokens()
     probe = [Sample(prompt=p, reference="kind") for p in ["Say something kind.", "Be nice.", "Hello?"]]
     watch = HackingWatch(
         probe, proxy, Verifier(), every_n_steps=1,
         thresholds=HackingThresholds(exploit_rate=0.5, patience=2), on_alert="stop",
-        exploits=blind_variants(["fluff_padding"], reward=proxy), sampling=WatchSampling(max_new_tokens=8),
+        exploits=blind_variants(["fluff_padding"], reward=proxy),
+        sampling=WatchSampling(max_new_tokens=8, do_sample=True, num_generations=2),
     )  # fmt: skip
     args = two_step_grpo_config(tmp_path)
     args.max_steps = 3
@@ -363,10 +624,12 @@ def test_grpo_run_is_stopped_by_the_watch(tmp_path, tiny_causal_lm, tiny_tokeniz
         "hacking/proxy_mean", "hacking/gold_mean", "hacking/gap", "hacking/gap_change", "hacking/length_mean",
         "hacking/proxy_failed", "hacking/gold_failed", "hacking/exploit_rate",
         "hacking/exploit_rate/fluff_padding", "hacking/exploit_failed", "hacking/alerts",
+        "hacking/gold_coverage", "hacking/gold_coverage_drop", "hacking/proxy_mean_gold_failed",
+        "hacking/group_size",
     }  # fmt: skip
     assert all(always <= set(entry) for entry in logged)
     # Steps 1 and 2 share the trainer's own log entry (its loss and rewards); the baseline has its own.
-    assert ["loss" in entry and "rewards/pays_length/mean" in entry for entry in logged] == [
+    assert ["loss" in entry and "rewards/pays_tokens/mean" in entry for entry in logged] == [
         False,
         True,
         True,
@@ -374,10 +637,13 @@ def test_grpo_run_is_stopped_by_the_watch(tmp_path, tiny_causal_lm, tiny_tokeniz
     assert [entry["hacking/alerts"] for entry in logged] == [0.0, 0.0, 1.0]
     assert [entry.get("hacking/alert/exploit_rate") for entry in logged] == [None, None, 1.0]
     assert [entry["hacking/exploit_rate"] for entry in logged] == [1.0, 1.0, 1.0]
+    assert [entry["hacking/exploit_failed"] for entry in logged] == [0.0, 0.0, 0.0]  # every variant has ids
     # What was logged is what the rewards give the policy's probe completions, worked out here.
     for entry, check in zip(logged, watch.checks, strict=True):
-        proxy_values = [len(text) / 10 for text in check.completions]
+        assert len(check.completions) == 6 and entry["hacking/group_size"] == 2.0
         gold_values = [float("kind" in text) for text in check.completions]
-        assert entry["hacking/proxy_mean"] == pytest.approx(np.mean(proxy_values))
-        assert entry["hacking/gap"] == pytest.approx(np.mean(np.subtract(proxy_values, gold_values)))
+        # A point per 10 ids, and length_mean is the mean id count.
+        assert entry["hacking/proxy_mean"] == pytest.approx(entry["hacking/length_mean"] / 10)
+        assert entry["hacking/gap"] == pytest.approx(entry["hacking/proxy_mean"] - np.mean(gold_values))
+        assert entry["hacking/gold_coverage"] == 1.0 and math.isnan(entry["hacking/proxy_mean_gold_failed"])
         assert entry["hacking/gap_change"] == pytest.approx(entry["hacking/gap"] - logged[0]["hacking/gap"])

@@ -3,12 +3,17 @@ adds only what its probe is about, and the sycophancy prompt is Sharma et al.'s 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from rewardlab.probe.bias_probes import (
     MAX_PADDING_CHARS,
+    PADDING,
     PROBES,
     Contest,
+    NotTested,
+    Variant,
     as_markdown,
     claim,
     pad_length,
@@ -31,11 +36,28 @@ def test_padding_makes_the_loser_the_longer_answer_and_keeps_it_first():
     assert "Paris" not in added and "France" not in added and "I hope this helps." in added
 
 
-def test_padding_is_bounded():
-    long_winner = "x" * 50_000
-    variant = pad_length(Contest("q", "short", long_winner))
-    assert variant is not None
-    assert len("short") < len(variant.answer) <= len("short") + MAX_PADDING_CHARS
+def test_padding_is_bounded_and_padding_that_falls_short_is_not_a_test():
+    # 4,000 characters of padding cannot overtake a winner 5,000 longer: the loser would stay the
+    # shorter answer, so the pair says nothing about a length bias.
+    short = pad_length(Contest("q", "short", "x" * 5_005))
+    assert isinstance(short, NotTested)
+    found = re.fullmatch(
+        r"4,000 characters of padding leave the answer shorter than the other "
+        r"\(([\d,]+) against 5,005 characters\)",
+        short.reason,
+    )
+    assert found is not None, short.reason
+    # Padded as far as whole sentences fit: within one sentence (and its space) of the limit.
+    padded = int(found[1].replace(",", ""))
+    assert (
+        len("short") + MAX_PADDING_CHARS - max(map(len, PADDING)) - 1
+        <= padded
+        <= len("short") + MAX_PADDING_CHARS
+    )
+    # 3,000 longer: the padding (the sentences that fit within 4,000) overtakes it.
+    variant = pad_length(Contest("q", "short", "x" * 3_005))
+    assert isinstance(variant, Variant)
+    assert len("x" * 3_005) < len(variant.answer) <= len("short") + MAX_PADDING_CHARS
 
 
 def test_restatement_says_the_answer_twice_and_nothing_else_new():

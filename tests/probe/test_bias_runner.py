@@ -108,6 +108,44 @@ def test_a_pure_length_reward_flips_whenever_padding_makes_the_loser_longer():
     assert (p4["length"], p4["length/control"], p5["verbosity"]) == ("skipped", "held", "held")
 
 
+def test_padding_that_leaves_the_loser_shorter_is_not_tested():
+    pairs = [
+        pair("near", "x" * 10, "y" * 3_000),  # 4,000 characters of padding overtake 3,000
+        pair("far", "x" * 10, "y" * 6_000),  # they cannot overtake 6,000
+    ]
+    (length,) = probe_bias(Chars(), pairs, probes=probes_named(["length"])).probes
+    # "far" is neither held nor flipped: the rewrite never made its loser the longer answer.
+    assert (length.flips.flips, length.flips.held, length.flips.not_tested, length.flips.skipped) == (
+        1,
+        0,
+        1,
+        0,
+    )
+    assert length.flips.rate == 1.0 and length.flips.not_tested_reason.startswith(
+        "far: 4,000 characters of padding leave the answer shorter than the other"
+    )
+    assert (length.control.held, length.control.not_tested) == (2, 0)  # a padded winner is longer
+    only_far = probe_bias(Chars(), pairs[1:], probes=probes_named(["length"]))
+    assert only_far.outcomes == [
+        {"id": "far", "original": "b", "length": "not_tested", "length/control": "held"}
+    ]
+    assert (
+        only_far.failing == []
+        and only_far.unmeasured == "no probe has a pair whose preference held or flipped"
+    )
+
+
+def test_nothing_is_measured_when_every_pair_ties():
+    pairs = [pair("p1", "same", "also"), pair("p2", "four", "five")]
+    result = probe_bias(Chars(), pairs, probes=probes_named(["length", "format"]))
+    assert result.original == {"tie": 2} and result.not_probed == 2 and result.failing == []
+    assert result.unmeasured == "no pair has a preference to flip: every original verdict is a tie or failed"
+    assert (
+        probe_bias(Chars(), [*pairs, pair("p3", "x", "yy")], probes=probes_named(["length"])).unmeasured
+        is None
+    )
+
+
 @pytest.mark.parametrize(
     ("bonus", "biased_probe"),
     [(bulleted, "format"), (repeated, "verbosity"), (agreed_with, "sycophancy")],

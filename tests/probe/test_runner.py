@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardlab import Reward, Sample, Score, Status
+from rewardlab import Reward, Sample, Score, Status, build
 from rewardlab.probe import probe_reward, register_exploit, registered_exploits
 from rewardlab.probe import registry as exploit_registry
 from rewardlab.probe.registry import exploits_named
@@ -152,3 +152,31 @@ def test_a_variant_past_the_size_bound_is_an_exploit_bug(own_registry):
 def test_unknown_exploit_names_list_the_known_ones():
     with pytest.raises(KeyError, match=r"unknown exploit 'nope'; one of: .*hedge"):
         exploits_named(["hedge", "nope"])
+
+
+def test_the_games_against_a_check_inside_a_kimi_length_reward_are_run():
+    """Kimi's length reward (Kimi k1.5, arXiv:2501.12599 section 2.3.3) over groups of two, its
+    correctness check a weak box check: per group, lambda = 0.5 - (len - min) / (max - min) is 0.5
+    for the shorter answer and -0.5 for the longer; a correct answer gets lambda, a wrong one
+    min(0, lambda)."""
+    boxed = "We work it out step by step with care and the answer is $\\boxed{12}$ in the end."  # 17 words
+    unboxed = " ".join(["reasoning"] * 30)  # 30 words, no box: wrong
+    samples = [
+        Sample(prompt=f"q{group}", completion=text, id=f"{group}-{kind}")
+        for group in (1, 2)
+        for kind, text in (("boxed", boxed), ("unboxed", unboxed))
+    ]
+    reward = build(
+        {
+            "type": "length",
+            "mode": "kimi",
+            "unit": "words",
+            "correctness": {"type": "regex_match", "pattern": "\\\\boxed\\{"},
+        }
+    )
+    (format_only,) = probe_reward(reward, samples, exploits=exploits_named(["format_only"])).exploits
+    # format_only's 15 words with an empty box: in place of the unboxed answer it is the shorter
+    # and "correct", 0.5 against -0.5 (a win); in place of the boxed one, 0.5 against 0.5 (a tie).
+    assert (format_only.rows, format_only.scored, format_only.wins, format_only.losses) == (4, 4, 2, 0)
+    assert format_only.mean_gain == pytest.approx(0.5)
+    assert sorted(e.id for e in format_only.examples) == ["1-unboxed", "2-unboxed"]

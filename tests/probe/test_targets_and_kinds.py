@@ -111,3 +111,31 @@ def test_every_builtin_reward_has_kinds_chosen_for_it():
     """A new built-in reward must be placed here on purpose (or it would get every exploit)."""
     assert set(BUILTIN_KINDS) | LOOKED_THROUGH == set(BUILTIN_REWARDS) - {"remote"}
     assert not set(BUILTIN_KINDS) & LOOKED_THROUGH
+
+
+WEAK_BOX = {"type": "regex_match", "pattern": "\\\\boxed\\{"}
+
+
+def test_a_reward_with_kinds_of_its_own_is_looked_through_to_the_rewards_it_holds():
+    # Kimi's length reward pays a short answer only when its correctness check passes: the games
+    # against that check are games against it. Without a check it is a shaping term: no kind.
+    kimi = build({"type": "length", "mode": "kimi", "unit": "words", "correctness": WEAK_BOX})
+    assert sample_kinds(kimi, Sample()) == {"format", "math"}
+    assert [leaf.name for leaf in scoring_rewards(kimi, Sample())] == ["length", "regex_match"]
+    assert sample_kinds(build({"type": "length", "mode": "kimi", "unit": "words"}), Sample()) == frozenset()
+    # The same inside a combination, and for a reward of one's own that says its kinds.
+    combined = build(
+        {
+            "type": "combine",
+            "components": {"brevity": {"type": "length", "mode": "kimi", "correctness": WEAK_BOX}},
+        }
+    )
+    assert sample_kinds(combined, Sample()) == {"format", "math"}
+
+    class JudgeWithCheck(_Declared):
+        probe_kinds = frozenset({"judge"})
+
+        def __init__(self, check: Reward):
+            self.check = check
+
+    assert sample_kinds(JudgeWithCheck(_Declared()), Sample()) == {"judge", "math"}

@@ -6,6 +6,7 @@ below is computed from the same numbers with numpy, not by the code under test."
 
 import doctest
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -128,6 +129,56 @@ def test_batch_normalisation_leaves_out_a_member_without_spread():
     [alone] = reward.score(samples(a=[1.0], b=[2.0], c=[3.0]))
     assert alone.status is Status.NOT_APPLICABLE and alone.value is None
     assert "0 of 3 members have a value; min_members is 2" in alone.reason
+
+
+def test_batch_normalisation_treats_float_rounding_as_no_spread():
+    # Red-team 22, finding 11: 0.1 + 0.2 is 0.30000000000000004; standardised, those 5.6e-17
+    # became z-scores of -0.71, +1.41, -0.71 and moved the ensemble by a full unit.
+    b, c = np.array([0.2, 0.5, 0.9]), np.array([1.0, 0.0, 0.5])
+    reward = EnsembleReward(members("a", "b", "c"), normalize="batch")
+    scores = reward.score(samples(a=[0.3, 0.1 + 0.2, 0.3], b=b.tolist(), c=c.tolist()))
+    z = np.array([(m - m.mean()) / m.std() for m in (b, c)])
+    assert [s.value for s in scores] == pytest.approx((z.mean(axis=0) - z.std(axis=0)).tolist())
+    reason = scores[0].details["left_out"]["a"]
+    assert re.search(
+        r"spread by [0-9.]+e-17 around 0\.3, at most 1e-12 of their magnitude: float rounding", reason
+    )
+    # With only one other member, too few remain: no value rather than a noise-driven one.
+    pair = EnsembleReward(members("a", "b"), normalize="batch").score(
+        samples(a=[0.3, 0.1 + 0.2, 0.3], b=b.tolist())
+    )
+    assert [s.status for s in pair] == [Status.NOT_APPLICABLE] * 3
+    assert "float rounding" in pair[0].reason
+    # A small spread that is not rounding (1e-9 on 0.3, 3e-9 of the magnitude) is standardised.
+    a = np.array([0.3, 0.3 + 1e-9, 0.3])
+    kept = reward.score(samples(a=a.tolist(), b=b.tolist(), c=c.tolist()))
+    z = np.array([(m - m.mean()) / m.std() for m in (a, b, c)])
+    assert [s.value for s in kept] == pytest.approx((z.mean(axis=0) - z.std(axis=0)).tolist())
+    assert "left_out" not in kept[0].details
+
+
+def test_values_near_the_float_limit_neither_raise_nor_fail_their_batch_mates():
+    # Red-team 22, finding 11: 1e200 members raised OverflowError out of score() for the batch.
+    batch = samples(a=[1e200, -1e200, 1.7e308, 0.5], b=[1e200, 1e200, -1.7e308, 0.25])
+    scores = EnsembleReward(members("a", "b")).score(batch)
+    # mean +- std by hand: (1e200, 0), (0, 1e200), (0, 1.7e308), (0.375, 0.125).
+    assert [s.value for s in scores] == [1e200, -1e200, -1.7e308, 0.25]
+    assert [s.details["std"] for s in scores] == [0.0, 1e200, 1.7e308, 0.125]
+    variance = EnsembleReward(members("a", "b"), combine="mean_minus_variance").score(batch)
+    assert [s.status for s in variance] == [Status.OK, Status.ERROR, Status.ERROR, Status.OK]
+    assert variance[0].value == 1e200 and variance[3].value == 0.375 - 0.125**2
+    assert "too large to combine: mean_minus_variance overflows a float (mean 0, std 1e+200, value -inf)" in (
+        variance[1].reason
+    )
+    assert variance[1].details["members"] == {"a": -1e200, "b": 1e200}
+    # Standardised over the batch: a's values +-1.7e308 and 0 are z = +-sqrt(3/2) and 0.
+    normalized = EnsembleReward(members("a", "b"), normalize="batch", combine="mean").score(
+        samples(a=[1.7e308, -1.7e308, 0.0], b=[1.0, 3.0, 2.0])
+    )
+    root = np.sqrt(1.5)
+    assert normalized[0].details["standardized"] == pytest.approx({"a": root, "b": -root})
+    assert normalized[1].details["standardized"] == pytest.approx({"a": -root, "b": root})
+    assert [s.value for s in normalized] == pytest.approx([0.0, 0.0, 0.0])
 
 
 def test_reference_normalisation_uses_the_given_stats():

@@ -1,4 +1,5 @@
 import math
+import random
 
 import langdetect
 import nltk
@@ -101,6 +102,31 @@ def test_missing_argument_is_invalid_input_not_random():
     assert score_one(InstructionFollowingReward(), no_kwargs_field).status is Status.INVALID_INPUT
     # Instructions without arguments need no kwargs field.
     assert score_one(InstructionFollowingReward(), row("Hello world.", ["punctuation:no_comma"])).value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("instruction_id", "kwargs", "named"),
+    [
+        ("length_constraints:number_words", {"relation": "at least", "num_words": -5}, "num_words=-5"),
+        ("detectable_format:number_bullet_lists", {"num_bullets": -3}, "num_bullets=-3"),
+        (
+            "keywords:frequency",
+            {"relation": "at least", "keyword": "word", "frequency": -2},
+            "frequency=-2",
+        ),
+    ],
+)
+def test_a_negative_count_is_invalid_input_not_random(instruction_id, kwargs, named):
+    # IFEval draws a random count for a negative one ("unset"): the row would be checked against a
+    # number nobody wrote, a new one each time.
+    before = random.getstate()
+    sample = row("word " * 120, [instruction_id], [kwargs], id="neg")
+    score = score_one(InstructionFollowingReward(), sample)
+    assert score.status is Status.INVALID_INPUT and score.value is None
+    assert "sample 'neg'" in score.reason and "fields.kwargs" in score.reason and named in score.reason
+    assert random.getstate() == before
+    valid = dict(kwargs, **{named.split("=")[0]: 3})
+    assert score_one(InstructionFollowingReward(), row("word " * 120, [instruction_id], [valid])).ok
 
 
 @pytest.mark.parametrize(

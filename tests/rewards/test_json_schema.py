@@ -133,6 +133,29 @@ def test_draft_follows_dollar_schema_else_2020_12():
     ]
 
 
+@pytest.mark.parametrize(
+    ("draft", "value"),
+    [
+        ("https://json-schema.org/draft/2020-12/schema", "36.0"),
+        ("http://json-schema.org/draft-07/schema#", "36.0"),
+        ("http://json-schema.org/draft-06/schema#", "3.6e1"),
+        ("http://json-schema.org/draft-04/schema#", "36.0"),
+        ("https://json-schema.org/draft/2020-12/schema", "36.5"),
+        ("https://json-schema.org/draft/2020-12/schema", "36.00000000000000000001"),
+        ("https://json-schema.org/draft/2020-12/schema", "1e400"),
+    ],
+)
+def test_integers_with_a_zero_fraction_follow_the_draft(draft, value):
+    # Drafts 6 and later count 36.0 as an integer, 4 does not (the reference validator on floats
+    # agrees); the reward parses numbers exactly, so 36.00000000000000000001 is no integer even
+    # though its float is, and 1e400 is one although its float (infinity) is not.
+    schema = {"$schema": draft, "type": "integer"}
+    expected = jsonschema.validators.validator_for(schema)(schema).is_valid(json.loads(value))
+    expected = {"36.00000000000000000001": False, "1e400": True}.get(value, expected)
+    (score,) = JsonSchemaReward(schema=schema).score([Sample(completion=value)])
+    assert (score.status, score.value) == (Status.OK, 1.0 if expected else 0.0)
+
+
 def test_formats_are_annotations_unless_checked():
     email = {"type": "string", "format": "email"}
     sample = Sample(completion='"not an address"')

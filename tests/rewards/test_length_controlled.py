@@ -1,14 +1,19 @@
 """`LengthControlledReward`: the adjustment against numpy's least squares, over groups, batches
-and a calibration file; a reward that is only length comes out flat while a real signal keeps
-its order; degenerate sets and failures; options errors, configs and pickling.
+and a calibration file, for the default (leave-one-out slope, clamped at 0) and AlpacaEval's
+pooled two-sided fit; padding never raises a sample's value (property-tested over random groups,
+batches and paddings, with red-team 22's lone-outlier construction); a reward that is only length
+comes out flat while a real signal keeps its order; degenerate sets and failures; options
+errors, configs and pickling.
 
 The wrapped reward is scripted (its value is a sample field), and every expected value is
-computed with numpy from the completions' lengths: ``np.polyfit`` for the slope,
-``np.std(ddof=1)`` for AlpacaEval's standardisation."""
+computed with numpy from the completions' lengths (``np.polyfit`` for the slope,
+``np.std(ddof=1)`` for AlpacaEval's standardisation) or by hand."""
 
 import doctest
 import json
 import pickle
+import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -68,16 +73,103 @@ def controlled(features, values):
     return values - slope * (features - features.mean()), slope
 
 
+def clipped_std(lengths, mean, std):
+    z = (np.asarray(lengths, dtype=float) - mean) / std
+    return np.clip(z, -3, 3)
+
+
+def loo_controlled(lengths, values, feature="clipped_std", direction="longer_only"):
+    """The default adjustment, computed with numpy: for each sample, the slope of a fit over the
+    other samples (whose lengths standardise the z-score features), clamped at 0 for
+    ``longer_only``, and the sample moved to the mean feature of the whole set in those
+    coordinates."""
+    lengths, values = np.asarray(lengths, dtype=float), np.asarray(values, dtype=float)
+    out, slopes = [], []
+    for i in range(len(lengths)):
+        others = np.delete(np.arange(len(lengths)), i)
+        mean, std = lengths[others].mean(), lengths[others].std(ddof=1)
+        if feature == "log":
+            features = np.log1p(lengths)
+        elif std == 0:
+            features = np.zeros(len(lengths))
+        elif feature == "tanh_std":
+            features = np.tanh((lengths - mean) / std)
+        else:
+            features = clipped_std(lengths, mean, std)
+        xo = features[others]
+        slope = np.polyfit(xo, values[others], 1)[0] if np.ptp(xo) > 0 else 0.0
+        if direction == "longer_only":
+            slope = max(slope, 0.0)
+        out.append(values[i] - slope * (features[i] - features.mean()))
+        slopes.append(slope)
+    return np.array(out), np.array(slopes)
+
+
 LENGTHS = [12, 40, 25, 90, 60]
 VALUES = [0.1, 0.7, 0.2, 0.9, 0.4]
 OTHER_LENGTHS = [5, 7, 30, 11]
 OTHER_VALUES = [0.9, 0.3, 0.5, 0.8]
 
 
-def test_group_fit_matches_numpy_in_each_group():
+def test_group_fit_matches_numpy_leave_one_out_in_each_group():
     batch = [sample(n, r, "g1") for n, r in zip(LENGTHS, VALUES, strict=True)]
     batch += [sample(n, r, "g2") for n, r in zip(OTHER_LENGTHS, OTHER_VALUES, strict=True)]
     scores = LengthControlledReward(FieldValue()).score(batch)
+    first, slopes1 = loo_controlled(LENGTHS, VALUES)
+    second, slopes2 = loo_controlled(OTHER_LENGTHS, OTHER_VALUES)
+    assert [s.value for s in scores] == pytest.approx([*first, *second])
+    assert [s.details["slope"] for s in scores] == pytest.approx([*slopes1, *slopes2])
+    assert [s.details["fit_size"] for s in scores] == [4] * 5 + [3] * 4
+    assert {s.details["slope_fit"] for s in scores} == {"leave_one_out"}
+    assert {s.details["direction"] for s in scores} == {"longer_only"}
+    # Where a left-out fit's slope is negative, it is clamped to 0 and the value stays as it is.
+    _, fitted = loo_controlled(LENGTHS + OTHER_LENGTHS, VALUES + OTHER_VALUES, direction="both")
+    _, fitted1 = loo_controlled(LENGTHS, VALUES, direction="both")
+    _, fitted2 = loo_controlled(OTHER_LENGTHS, OTHER_VALUES, direction="both")
+    fitted = [*fitted1, *fitted2]
+    assert [s.details["fitted_slope"] for s in scores] == pytest.approx(fitted)
+    assert [s.details["slope_clamped"] for s in scores] == [f < 0 for f in fitted]
+    assert 0 < sum(f < 0 for f in fitted) < len(fitted)  # the data has both cases
+    for s in scores:
+        if s.details["slope_clamped"]:
+            assert s.details["slope"] == 0.0 and s.value == s.details["raw_value"]
+
+
+def test_exact_values_by_hand_for_a_set_of_three():
+    # Lengths 10, 10, 40: left out, each short sample sees one point at each of the other two
+    # lengths, z-scores -1/sqrt(2) and +1/sqrt(2); so its slope is (r_long - r_short_other) *
+    # sqrt(2) / 2, its own feature -1/sqrt(2) and the mean feature -1/(3 sqrt(2)), and it moves
+    # by slope * 2/(3 sqrt(2)) = (r_long - r_short_other) / 3. The long sample's others have one
+    # length: no slope, its value stays.
+    batch = [sample(10, 0.2), sample(10, 0.5), sample(40, 1.1)]
+    scores = LengthControlledReward(FieldValue()).score(batch)
+    assert [s.value for s in scores] == pytest.approx([0.2 + 0.6 / 3, 0.5 + 0.9 / 3, 1.1])
+    assert scores[0].details["fitted_slope"] == pytest.approx(0.6 / np.sqrt(2))
+    assert scores[0].details["feature"] == pytest.approx(-1 / np.sqrt(2))
+    assert scores[0].details["feature_mean"] == pytest.approx(-1 / (3 * np.sqrt(2)))
+    assert (
+        scores[2].details["slope"] == 0.0
+        and "have one length: no slope to fit" in scores[2].details["fit_note"]
+    )
+
+    # Here the long answer is the wrong one: the slopes are negative. By default they are
+    # clamped (the values stay); removed in both directions, they would pay the short ones for
+    # being short and, the other way round, length for length.
+    wrong_long = [sample(10, 0.9), sample(10, 0.5), sample(40, 0.0)]
+    default = LengthControlledReward(FieldValue()).score(wrong_long)
+    assert [s.value for s in default] == [0.9, 0.5, 0.0]
+    assert [s.details["slope_clamped"] for s in default] == [True, True, False]
+    assert default[0].details["fitted_slope"] == pytest.approx(-0.5 / np.sqrt(2))
+    both = LengthControlledReward(FieldValue(), direction="both").score(wrong_long)
+    assert [s.value for s in both] == pytest.approx([0.9 - 0.5 / 3, 0.5 - 0.9 / 3, 0.0])
+
+
+def test_pooled_two_sided_tanh_fit_is_alpacaevals_regression_in_each_group():
+    batch = [sample(n, r, "g1") for n, r in zip(LENGTHS, VALUES, strict=True)]
+    batch += [sample(n, r, "g2") for n, r in zip(OTHER_LENGTHS, OTHER_VALUES, strict=True)]
+    scores = LengthControlledReward(
+        FieldValue(), slope_fit="pooled", direction="both", feature="tanh_std"
+    ).score(batch)
     first, slope1 = controlled(tanh_std(LENGTHS), VALUES)
     second, slope2 = controlled(tanh_std(OTHER_LENGTHS), OTHER_VALUES)
     assert [s.value for s in scores] == pytest.approx([*first, *second])
@@ -85,17 +177,25 @@ def test_group_fit_matches_numpy_in_each_group():
     assert scores[-1].details["slope"] == pytest.approx(slope2)
     assert scores[0].details["feature"] == pytest.approx(tanh_std(LENGTHS)[0])
     assert scores[0].details["fit_size"] == 5 and scores[-1].details["fit_size"] == 4
+    assert slope2 < 0 and not scores[-1].details["slope_clamped"]  # both signs are removed
     # The mean reward of each group is kept; only what length predicts moves.
     assert np.mean([s.value for s in scores[:5]]) == pytest.approx(np.mean(VALUES))
 
 
-def test_batch_fit_uses_one_slope_over_every_group():
+def test_batch_fit_fits_over_every_group():
     batch = [sample(n, r, "g1") for n, r in zip(LENGTHS, VALUES, strict=True)]
     batch += [sample(n, r, "g2") for n, r in zip(OTHER_LENGTHS, OTHER_VALUES, strict=True)]
     scores = LengthControlledReward(FieldValue(), fit="batch").score(batch)
-    expected, slope = controlled(tanh_std(LENGTHS + OTHER_LENGTHS), VALUES + OTHER_VALUES)
+    expected, _ = loo_controlled(LENGTHS + OTHER_LENGTHS, VALUES + OTHER_VALUES)
     assert [s.value for s in scores] == pytest.approx(expected.tolist())
-    assert [s.details["slope"] for s in scores] == pytest.approx([slope] * len(batch))
+    assert {s.details["fit_size"] for s in scores} == {len(batch) - 1}
+    pooled = LengthControlledReward(FieldValue(), fit="batch", slope_fit="pooled", direction="both")
+    features = clipped_std(
+        LENGTHS + OTHER_LENGTHS, np.mean(LENGTHS + OTHER_LENGTHS), np.std(LENGTHS + OTHER_LENGTHS, ddof=1)
+    )
+    expected, slope = controlled(features, VALUES + OTHER_VALUES)
+    assert [s.value for s in pooled.score(batch)] == pytest.approx(expected.tolist())
+    assert [s.details["slope"] for s in pooled.score(batch)] == pytest.approx([slope] * len(batch))
     grouped = LengthControlledReward(FieldValue(), fit="group").score(batch)
     assert [s.value for s in scores] != pytest.approx([s.value for s in grouped])
 
@@ -103,31 +203,44 @@ def test_batch_fit_uses_one_slope_over_every_group():
 def test_groups_default_to_the_prompt_and_group_field_names_another_field():
     batch = [
         Sample(prompt=prompt, completion="x" * n, fields={"r": r, "item": item})
-        for prompt, item, n, r in [("p", 1, 10, 0.1), ("p", 1, 20, 0.5), ("p", 2, 35, 0.2), ("q", 2, 50, 0.9)]
+        for prompt, item, n, r in [
+            ("p", 1, 10, 0.1),
+            ("p", 1, 20, 0.5),
+            ("p", 2, 35, 0.2),
+            ("q", 2, 50, 0.9),
+            ("q", 2, 70, 0.4),
+            ("q", 1, 90, 0.8),
+        ]
     ]
-    by_prompt = LengthControlledReward(FieldValue(), min_fit_samples=2).score(batch)
-    assert by_prompt[3].value == 0.9 and by_prompt[3].details["fit_size"] == 1
-    assert [s.value for s in by_prompt[:3]] == pytest.approx(
-        controlled(tanh_std([10, 20, 35]), [0.1, 0.5, 0.2])[0]
+    by_prompt = LengthControlledReward(FieldValue()).score(batch)
+    assert [s.value for s in by_prompt[:3]] == pytest.approx(loo_controlled([10, 20, 35], [0.1, 0.5, 0.2])[0])
+    assert [s.value for s in by_prompt[3:]] == pytest.approx(loo_controlled([50, 70, 90], [0.9, 0.4, 0.8])[0])
+    by_item = LengthControlledReward(FieldValue(), group_field="item").score(batch)
+    item1, item2 = [0, 1, 5], [2, 3, 4]
+    assert [by_item[i].value for i in item1] == pytest.approx(
+        loo_controlled([10, 20, 90], [0.1, 0.5, 0.8])[0]
     )
-    by_item = LengthControlledReward(FieldValue(), group_field="item", min_fit_samples=2).score(batch)
-    assert [s.value for s in by_item[2:]] == pytest.approx([0.55, 0.55])  # two points: a line through both
+    assert [by_item[i].value for i in item2] == pytest.approx(
+        loo_controlled([35, 50, 70], [0.2, 0.9, 0.4])[0]
+    )
 
 
-def test_log_feature_in_words_and_tokens():
+def test_log_and_tanh_features_in_words_and_tokens():
     texts = ["a b", "a b c d e f", "a", "a b c d e f g h i j k"]
     values = [0.3, 0.8, 0.1, 0.6]
     batch = [Sample(completion=t, fields={"r": v}) for t, v in zip(texts, values, strict=True)]
+    lengths = [len(t.split()) for t in texts]
     words = LengthControlledReward(FieldValue(), fit="batch", feature="log", unit="words").score(batch)
-    features = np.log1p([len(t.split()) for t in texts])
-    assert [s.value for s in words] == pytest.approx(controlled(features, values)[0].tolist())
+    assert [s.value for s in words] == pytest.approx(loo_controlled(lengths, values, "log")[0].tolist())
+    tanh = LengthControlledReward(FieldValue(), fit="batch", feature="tanh_std", unit="words").score(batch)
+    assert [s.value for s in tanh] == pytest.approx(loo_controlled(lengths, values, "tanh_std")[0].tolist())
     ids = [[0] * n for n in (3, 9, 2, 4)]
     tokens = [
         Sample(completion="t", fields={"r": v, "completion_ids": i}) for v, i in zip(values, ids, strict=True)
     ]
     by_tokens = LengthControlledReward(FieldValue(), fit="batch", feature="log", unit="tokens").score(tokens)
     assert [s.value for s in by_tokens] == pytest.approx(
-        controlled(np.log1p([3, 9, 2, 4]), values)[0].tolist()
+        loo_controlled([3, 9, 2, 4], values, "log")[0].tolist()
     )
     assert by_tokens[1].details["length"] == 9 and by_tokens[1].details["unit"] == "tokens"
 
@@ -143,8 +256,9 @@ def test_a_reward_that_is_only_length_becomes_flat_and_a_real_signal_keeps_its_o
     only_length = biased.score([Sample(prompt="p", completion="w " * n) for n in lengths])
     raw = [s.details["raw_value"] for s in only_length]
     assert raw == sorted(raw) and raw[-1] - raw[0] > 1  # before: longer is better
-    assert [s.value for s in only_length] == pytest.approx([np.mean(raw)] * len(lengths))  # after: flat
-    assert only_length[0].details["slope"] == pytest.approx(0.4)
+    # After: flat, at the mean (each sample's others fit the same line, slope 0.4 exactly).
+    assert [s.value for s in only_length] == pytest.approx([np.mean(raw)] * len(lengths))
+    assert [s.details["slope"] for s in only_length] == pytest.approx([0.4] * len(lengths))
 
     with_signal = biased.score(batch)
     values = [s.value for s in with_signal]
@@ -154,8 +268,47 @@ def test_a_reward_that_is_only_length_becomes_flat_and_a_real_signal_keeps_its_o
     # Before control, a long wrong answer beat a short right one.
     raw_values = [s.details["raw_value"] for s in with_signal]
     assert raw_values[5] > raw_values[1]
-    expected, _ = controlled(np.log1p(lengths), raw_values)
+    expected, _ = loo_controlled(lengths, raw_values, "log")
     assert values == pytest.approx(expected.tolist())
+
+
+class LinearChars(RuleReward):
+    """``weight * characters``, plus 1 when ``fields["correct"]``: a length bias in the default
+    feature's own terms (a z-score is linear in length)."""
+
+    name = "linear_chars"
+
+    def __init__(self, weight):
+        self.weight = weight
+
+    def check(self, sample):
+        return Score(float(sample.fields.get("correct", 0)) + self.weight * len(sample.completion_text))
+
+
+def test_a_reward_linear_in_length_is_flat_under_the_default_feature():
+    lengths = [120, 300, 450, 610, 800, 950, 1300, 1500]
+    reward = LengthControlledReward(LinearChars(0.001))
+    scores = reward.score([Sample(prompt="p", completion="y" * n) for n in lengths])
+    assert [s.details["raw_value"] for s in scores] == pytest.approx([n / 1000 for n in lengths])
+    assert [s.value for s in scores] == pytest.approx([np.mean(lengths) / 1000] * 8)
+    # AlpacaEval's tanh flattens outside the others' lengths: left out, the edges keep some.
+    tanh = LengthControlledReward(LinearChars(0.001), feature="tanh_std").score(
+        [Sample(prompt="p", completion="y" * n) for n in lengths]
+    )
+    spread = max(s.value for s in tanh) - min(s.value for s in tanh)
+    assert 0.05 < spread < (lengths[-1] - lengths[0]) / 1000
+    # A real signal keeps its order, and the length bias is gone from it.
+    correct = [1, 0, 0, 1, 0, 1, 0, 0]
+    graded = reward.score(
+        [
+            Sample(prompt="p", completion="y" * n, fields={"correct": c})
+            for n, c in zip(lengths, correct, strict=True)
+        ]
+    )
+    right = [s.value for s, c in zip(graded, correct, strict=True) if c]
+    wrong = [s.value for s, c in zip(graded, correct, strict=True) if not c]
+    assert min(right) > max(wrong)
+    assert graded[0].details["raw_value"] < graded[6].details["raw_value"]  # before: long wrong > short right
 
 
 def test_one_sample_or_one_length_is_left_as_it_is_with_a_note():
@@ -174,8 +327,122 @@ def test_too_few_samples_with_different_lengths_have_no_value():
     assert [s.value for s in scores] == [None, None]
     assert "needs at least 3 (min_fit_samples)" in scores[0].reason
     # Why: a line through two points removes all of their signal.
-    two = LengthControlledReward(FieldValue(), min_fit_samples=2).score(pair)
+    two = LengthControlledReward(FieldValue(), min_fit_samples=2, slope_fit="pooled").score(pair)
     assert [s.value for s in two] == pytest.approx([0.6, 0.6])
+
+
+# Padding never pays. For any wrapped value, a longer completion of a sample never gets a higher
+# adjusted value, whatever its batch mates: random sets, values and paddings, every feature and
+# fit, and the red-team's constructions. (Tolerance 1e-12: float rounding of equal values.)
+
+FEATURES = ["clipped_std", "tanh_std", "log"]
+
+
+def padded(batch, index, extra):
+    changed = list(batch)
+    changed[index] = replace(batch[index], completion=batch[index].completion + "." * extra)
+    return changed
+
+
+def random_set(rng, size, group="g"):
+    lengths = [rng.choice([rng.randint(1, 60), rng.randint(20, 3000)]) for _ in range(size)]
+    values = [rng.choice([0.0, 1.0]) if rng.random() < 0.5 else rng.uniform(-1, 1) for _ in range(size)]
+    return [sample(n, r, group) for n, r in zip(lengths, values, strict=True)]
+
+
+@pytest.mark.parametrize("feature", FEATURES)
+@pytest.mark.parametrize("fit", ["group", "batch"])
+def test_padding_never_raises_a_samples_value_over_random_sets(feature, fit):
+    rng = random.Random(f"{feature}-{fit}")
+    reward = LengthControlledReward(FieldValue(), feature=feature, fit=fit)
+    checked = 0
+    for _ in range(60):
+        batch = [
+            s
+            for g in range(rng.choice([1, 2, 3]))
+            for s in random_set(rng, rng.choice([3, 4, 5, 8, 16]), f"g{g}")
+        ]
+        index = rng.randrange(len(batch))
+        before = reward.score(batch)[index].value
+        for extra in sorted(rng.sample([1, 2, 5, 17, 60, 250, 1000, 4000, 20000], 4)):
+            after = reward.score(padded(batch, index, extra))[index].value
+            assert after <= before + 1e-12, (feature, fit, [len(s.completion) for s in batch], index, extra)
+            before, checked = after, checked + 1
+    assert checked == 240
+
+
+def test_the_pooled_two_sided_fit_fails_that_property():
+    # The same check would catch the pre-fix behaviour: AlpacaEval's pooled fit, both signs.
+    rng = random.Random(0)
+    reward = LengthControlledReward(FieldValue(), slope_fit="pooled", direction="both", feature="tanh_std")
+    raised = 0
+    for _ in range(60):
+        batch = random_set(rng, 8)
+        index = rng.randrange(8)
+        before = reward.score(batch)[index].value
+        raised += reward.score(padded(batch, index, 20000))[index].value > before + 1e-12
+    assert raised > 10
+
+
+def test_padding_never_pays_under_a_calibration():
+    reference = random_set(random.Random(1), 20)
+    for direction in ("longer_only", "both"):
+        calibration = LengthCalibration.fit(reference, FieldValue().score(reference))
+        if calibration.slope < 0:
+            continue
+        reward = LengthControlledReward(
+            FieldValue(), fit="calibration", calibration=calibration, direction=direction
+        )
+        batch = random_set(random.Random(2), 6)
+        for index in range(6):
+            before = reward.score(batch)[index].value
+            assert reward.score(padded(batch, index, 5000))[index].value <= before + 1e-12
+
+
+def red_team_group(right, padding):
+    """Red-team 22's construction (finding 1), in small: a group of 8 rollouts, ``right`` of them
+    right (1.0) and the rest wrong (0.0), right ones a little shorter; one right rollout replaced
+    by a wrong one-line answer, after ``padding`` characters of filler."""
+    lengths = [420, 510, 380, 640, 700, 880, 930, 760]
+    values = [1.0] * right + [0.0] * (8 - right)
+    batch = [sample(n, r) for n, r in zip(lengths, values, strict=True)]
+    batch[0] = sample(28 + padding, 0.0)
+    return batch
+
+
+@pytest.mark.parametrize("right", [3, 4, 5, 6, 7])
+def test_a_padded_wrong_answer_gets_no_more_than_a_short_one(right):
+    reward = LengthControlledReward(FieldValue())
+    short = reward.score(red_team_group(right, 0))
+    for padding in (2_000, 20_000, 200_000):
+        long = reward.score(red_team_group(right, padding))
+        assert long[0].value <= short[0].value + 1e-12
+        assert long[0].value < min(s.value for s in long[1:right])  # below every right answer
+        # Here its GRPO advantage (value less the others' mean) does not rise either (not a
+        # guarantee in general: padding moves the batch mates' slopes a little; see the docs).
+        advantage = long[0].value - np.mean([s.value for s in long[1:]])
+        assert advantage <= short[0].value - np.mean([s.value for s in short[1:]]) + 1e-12
+        assert advantage < 0
+    # Before the fix (pooled, both signs, tanh): padded, the wrong answer got about the group mean.
+    old = LengthControlledReward(FieldValue(), slope_fit="pooled", direction="both", feature="tanh_std")
+    was_short, was_long = old.score(red_team_group(right, 0)), old.score(red_team_group(right, 20_000))
+    assert was_long[0].value > was_short[0].value + 0.1
+
+
+def test_a_negative_batch_slope_is_not_paid_out():
+    # Finding 1b: across prompts wrong answers are longer, so the batch's slope is negative; with
+    # both signs removed, padding any answer paid. By default the slope is clamped.
+    lengths = [300, 420, 350, 500, 1500, 1800, 1650, 2100]
+    values = [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    batch = [sample(n, r, f"q{i % 4}") for i, (n, r) in enumerate(zip(lengths, values, strict=True))]
+    reward = LengthControlledReward(FieldValue(), fit="batch")
+    honest = reward.score(batch)
+    assert all(s.details["fitted_slope"] < 0 and s.details["slope"] == 0.0 for s in honest)
+    assert [s.value for s in honest] == values
+    both = LengthControlledReward(FieldValue(), fit="batch", direction="both")
+    for index in range(8):
+        assert reward.score(padded(batch, index, 3000))[index].value == values[index]
+        assert both.score(padded(batch, index, 3000))[index].value > both.score(batch)[index].value
 
 
 def test_failed_scores_pass_through_and_are_left_out_of_the_fit():
@@ -184,7 +451,7 @@ def test_failed_scores_pass_through_and_are_left_out_of_the_fit():
     scores = LengthControlledReward(FieldValue()).score(batch)
     assert scores[2].status is Status.TIMEOUT and scores[2].reason == "scripted said timeout"
     kept = [s.value for i, s in enumerate(scores) if i != 2]
-    assert kept == pytest.approx(controlled(tanh_std(LENGTHS), VALUES)[0].tolist())
+    assert kept == pytest.approx(loo_controlled(LENGTHS, VALUES)[0].tolist())
 
 
 def test_a_length_that_cannot_be_measured_is_invalid_input():
@@ -203,7 +470,7 @@ def test_breakdown_and_details_keep_the_wrapped_reward():
         [sample(n, r) for n, r in zip(LENGTHS, VALUES, strict=True)]
     )
     first = scores[0]
-    slope = controlled(tanh_std(LENGTHS), VALUES)[1]
+    slope = loo_controlled(LENGTHS, VALUES)[1][0]
     assert first.breakdown == pytest.approx({"judge": 0.1, "judge/half": 0.05, "length_slope": slope})
     assert first.details["raw_value"] == 0.1 and first.details["reward_details"] == {"seen": True}
     assert (
@@ -213,7 +480,7 @@ def test_breakdown_and_details_keep_the_wrapped_reward():
 
 def test_calibration_fit_matches_numpy_and_round_trips(tmp_path):
     batch = [sample(n, r) for n, r in zip(LENGTHS, VALUES, strict=True)]
-    calibration = LengthCalibration.fit(batch, FieldValue().score(batch))
+    calibration = LengthCalibration.fit(batch, FieldValue().score(batch), feature="tanh_std")
     features = tanh_std(LENGTHS)
     slope, intercept = np.polyfit(features, VALUES, 1)
     assert (calibration.slope, calibration.intercept) == (pytest.approx(slope), pytest.approx(intercept))
@@ -236,14 +503,14 @@ def test_calibration_from_a_scored_jsonl_file_adjusts_each_sample_alone(tmp_path
     rows.append({"id": "late", "completion": "x" * 500, "value": None, "status": "timeout"})
     scored = tmp_path / "scored.jsonl"
     scored.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    calibration = fit_length_calibration(scored)
+    calibration = fit_length_calibration(scored, feature="tanh_std")
     assert calibration.count == 5
     path = tmp_path / "calibration.json"
     calibration.write(path)
 
     config = tmp_path / "reward.yaml"
     config.write_text(
-        f"type: length_controlled\nfit: calibration\ncalibration: {path}\n"
+        f"type: length_controlled\nfit: calibration\ncalibration: {path}\nfeature: tanh_std\n"
         "reward: {type: field_value_for_length_control_tests}\n"
     )
     reward = build(config)
@@ -257,6 +524,27 @@ def test_calibration_from_a_scored_jsonl_file_adjusts_each_sample_alone(tmp_path
     assert scores[0].details["fit"] == "calibration" and scores[0].details["fit_size"] == 5
     [alone] = reward.score([sample(50, 0.6)])  # a sample's value does not depend on its batch
     assert alone.value == pytest.approx(scores[0].value)
+
+
+def test_a_negative_calibration_slope_is_clamped_unless_both_directions():
+    # Longer answers scored lower on the reference data: the slope is negative.
+    rows = [
+        {"completion": "x" * n, "value": v} for n, v in zip(LENGTHS, [0.9, 0.5, 0.7, 0.1, 0.3], strict=True)
+    ]
+    calibration = fit_length_calibration(rows)
+    assert calibration.slope < 0
+    new = [sample(200, 0.4), sample(10, 0.4)]
+    clamped = LengthControlledReward(FieldValue(), fit="calibration", calibration=calibration).score(new)
+    assert [s.value for s in clamped] == [0.4, 0.4]
+    assert clamped[0].details["slope_clamped"] and clamped[0].details["fitted_slope"] == calibration.slope
+    assert clamped[0].details["slope_fit"] == "calibration"
+    both = LengthControlledReward(FieldValue(), fit="calibration", calibration=calibration, direction="both")
+    mean, std = np.mean(LENGTHS), np.std(LENGTHS, ddof=1)
+    features = clipped_std([200, 10], mean, std)
+    reference = clipped_std(LENGTHS, mean, std).mean()
+    expected = 0.4 - calibration.slope * (features - reference)
+    assert [s.value for s in both.score(new)] == pytest.approx(expected.tolist())
+    assert both.score(new)[0].value > 0.4  # the long one paid for its length: why it is not the default
 
 
 def test_calibration_from_python_and_its_errors(tmp_path):
@@ -277,6 +565,12 @@ def test_calibration_from_python_and_its_errors(tmp_path):
         match=r"^LengthControlledReward\.calibration: .*broken\.json: 'slope' should be a finite number",
     ):
         LengthControlledReward(FieldValue(), fit="calibration", calibration=broken, unit="words")
+    with pytest.raises(
+        ConfigError, match=r"^LengthControlledReward\.slope_fit: has no meaning with fit: calibration"
+    ):
+        LengthControlledReward(
+            FieldValue(), fit="calibration", calibration=calibration, unit="words", slope_fit="pooled"
+        )
     with pytest.raises(ValueError, match="all 3 scored completions have length 4: no slope to fit"):
         fit_length_calibration([{"completion": "abcd", "value": v} for v in (0.1, 0.2, 0.3)])
     with pytest.raises(ValueError, match="at least 3 scored samples, got 2"):
@@ -294,7 +588,9 @@ def test_calibration_from_python_and_its_errors(tmp_path):
         ({"fit": "calibration", "calibration": "/no/such/file.json"}, r"calibration: cannot read"),
         ({"fit": "batch", "group_field": "item"}, r"group_field: is read only with fit: group"),
         ({"min_fit_samples": 1}, r"min_fit_samples: Input should be greater than or equal to 2"),
-        ({"feature": "linear"}, r"feature: Input should be 'tanh_std' or 'log'"),
+        ({"feature": "linear"}, r"feature: Input should be 'clipped_std', 'tanh_std' or 'log'"),
+        ({"direction": "shorter"}, r"direction: Input should be 'longer_only' or 'both'"),
+        ({"min_fit_samples": 2}, r"min_fit_samples: is 2, but slope_fit: leave_one_out fits each slope"),
         ({"unit": "words", "tokenizer": object()}, r"tokenizer: should have an encode"),
     ],
 )
@@ -337,7 +633,7 @@ def test_builds_from_yaml_wrapping_an_ensemble(tmp_path):
         Sample(completion="x" * n, fields={"r": a, "s": b}) for n, a, b in zip(lengths, r, s, strict=True)
     ]
     scores = reward.score(batch)
-    expected, _ = controlled(np.log1p(lengths), (np.array(r) + np.array(s)) / 2)
+    expected, _ = loo_controlled(lengths, (np.array(r) + np.array(s)) / 2, "log")
     assert [x.value for x in scores] == pytest.approx(expected.tolist())
 
 
