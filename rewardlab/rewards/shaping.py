@@ -21,6 +21,7 @@ from rewardlab.rewards.contract import Reward, Sample, Score, Status
 from rewardlab.rewards.options import OptionError, RewardOptions, RewardSpec, takes_options
 from rewardlab.rewards.registry import built
 from rewardlab.rewards.rule import RuleReward
+from rewardlab.rewards.visible_text import as_drawn
 
 LengthUnit = Literal["tokens", "chars", "words"]
 
@@ -38,7 +39,8 @@ class CompletionUnits:
 
     Tokens come from ``sample.fields["completion_ids"]`` (TRL passes them to reward functions), else
     from ``tokenizer.encode(completion_text)``. With neither, a token count is unknown and the sample
-    is ``invalid_input``, never silently measured in characters instead. Words are whitespace-separated.
+    is ``invalid_input``, never silently measured in characters instead. Words are separated by
+    whitespace or anything drawn as blank (`rewardlab.rewards.visible_text.as_drawn`).
     """
 
     def __init__(self, unit: LengthUnit, tokenizer: Any | None = None):
@@ -56,7 +58,10 @@ class CompletionUnits:
         if self.unit == "chars":
             return sample.completion_text
         if self.unit == "words":
-            return sample.completion_text.split()
+            # As drawn: a blank that is not whitespace to Python (U+2800, the Hangul filler)
+            # between two words still makes them two (red-team round 22: spaces written as
+            # U+2800 made a 400-word answer one word and escaped the overlong penalty).
+            return as_drawn(sample.completion_text).split()
         ids = sample.fields.get("completion_ids")
         if ids is not None:
             if not isinstance(ids, Sequence) or isinstance(ids, str):
@@ -189,7 +194,13 @@ class RepetitionPenaltyOptions(UnitOptions):
     ngram_size: int = Field(default=3, ge=1)
     """Length of the n-grams."""
     max_penalty: float = Field(default=-1.0, le=0)
-    """The penalty of a completion made of one repeated n-gram, in the limit (<= 0)."""
+    """The largest penalty (<= 0): reached at ``max_repeats`` repeats, or without it approached by
+    a completion made of one repeated n-gram."""
+    max_repeats: int | None = Field(default=None, ge=1)
+    """The number of repeated n-grams at which the penalty reaches ``max_penalty``. With it the
+    penalty counts repeats, ``min(1, repeats / max_repeats) * max_penalty``, and added text never
+    lowers it; the generation limit in ``unit`` makes it the share of the budget spent on repeats.
+    Default: none, the share of the completion's own n-grams (TRL), which padding dilutes."""
     unit: LengthUnit = "words"
     """What an n-gram is made of. ``words``: whitespace-separated words, lowercased, as in the
     open-r1 implementation. ``chars``: lowercased characters, for languages written without
@@ -199,20 +210,47 @@ class RepetitionPenaltyOptions(UnitOptions):
 
 @takes_options(RepetitionPenaltyOptions)
 class RepetitionPenalty(RuleReward):
-    """N-gram repetition penalty: ``(1 - unique n-grams / total n-grams) * max_penalty``.
+    """N-gram repetition penalty, on the share of repeated n-grams or on their count.
 
-    From Appendix C.2 of "Demystifying Long Chain-of-Thought Reasoning" (arXiv 2502.03373), as in
-    TRL's ``get_repetition_penalty_reward``: 0.0 for a completion without a repeated n-gram, close to
-    ``max_penalty`` for one that loops. Completions with fewer than ``ngram_size`` units get 0.0.
+    A **repeat** is an n-gram occurrence whose n-gram came earlier in the completion, so a
+    completion has ``total - unique`` of them. By default the penalty is their share,
+    ``(1 - unique / total) * max_penalty``, as in TRL's and open-r1's
+    ``get_repetition_penalty_reward`` (the sequence-level ``get_repetition_penalty`` of
+    eddycmu/demystify-long-cot, ``openrlhf/openrlhf/reward/repetition.py``): 0.0 without a
+    repeat, close to ``max_penalty`` for a completion that loops.
 
-    Options: `RepetitionPenaltyOptions` (``ngram_size``, ``max_penalty``, the unit: words by
-    default).
+    A share can be diluted: fresh text appended to a repetitive answer adds unique n-grams and
+    lowers it (`rewardlab probe` measured it: ``fluff_padding`` won on right math answers). With
+    ``max_repeats`` the penalty counts repeats instead, ``min(1, repeats / max_repeats) *
+    max_penalty``. That is the form the paper trained with (Appendix C.2 of "Demystifying Long
+    Chain-of-Thought Reasoning", arXiv 2502.03373, section 4.5; the same file's
+    ``RepetitionDensePenalty``): a fixed penalty on each token of each repeated n-gram, never
+    divided by the length. Appending text only adds n-grams after the others, and whether an
+    earlier n-gram is a repeat depends only on what precedes it, so the count never falls: text
+    added after a space or a line break (token ids appended, counted in tokens) never lowers the
+    penalty. Text glued onto the last word changes that word (or, composing with it, the last
+    character), so it can undo at most the repeats of the n-grams that contain it: one, in
+    words. Rewardlab departs from the paper in three ways: one scalar per completion, not a reward
+    per token; repeats counted once per n-gram occurrence, where the dense penalty marks the
+    ``ngram_size`` tokens each one covers (overlapping repeats mark a token once); and capped at
+    ``max_penalty``, so that it sits beside a 0-1 accuracy.
+
+    Text (words and characters) is read as drawn (`rewardlab.rewards.visible_text.as_drawn`):
+    zero-width characters are dropped and look-alike letters folded, so that a loop whose copies
+    are spelled with a Cyrillic "о" here and a zero-width space there still repeats; hidden markup
+    is kept, since a loop inside an HTML comment still costs its tokens.
+    Completions with fewer than ``ngram_size`` units get 0.0.
+
+    Options: `RepetitionPenaltyOptions` (``ngram_size``, ``max_penalty``, ``max_repeats``, the
+    unit: words by default).
 
     Example:
         >>> from rewardlab import Sample
-        >>> reward = RepetitionPenalty(ngram_size=2)
-        >>> reward.score([Sample(completion="go go go go go")])[0].value  # 4 bigrams, 1 unique
+        >>> loop = [Sample(completion="go go go go go")]  # 4 bigrams, 1 unique: 3 repeats
+        >>> RepetitionPenalty(ngram_size=2).score(loop)[0].value  # the share: (1 - 1/4) * -1
         -0.75
+        >>> RepetitionPenalty(ngram_size=2, max_repeats=10).score(loop)[0].value  # 3/10 * -1
+        -0.3
     """
 
     name = "repetition_penalty"
@@ -222,33 +260,48 @@ class RepetitionPenalty(RuleReward):
         *,
         ngram_size: int = 3,
         max_penalty: float = -1.0,
+        max_repeats: int | None = None,
         unit: LengthUnit = "words",
         tokenizer: Any | None = None,
         name: str | None = None,
     ):
         self.ngram_size = ngram_size
         self.max_penalty = float(max_penalty)
+        self.max_repeats = max_repeats
         self.units = CompletionUnits(unit, tokenizer)
         if name is not None:
             self.name = name
 
     def check(self, sample: Sample) -> Score:
-        units = self.units.split(sample)
-        if self.units.unit != "tokens":
-            units = [unit.lower() if isinstance(unit, str) else unit for unit in units]
+        units = self._units(sample)
         total = len(units) - self.ngram_size + 1
         details: dict[str, Any] = {"unit": self.units.unit, "ngram_size": self.ngram_size}
+        if self.max_repeats is not None:
+            details["max_repeats"] = self.max_repeats
         if total <= 0:
             return Score(0.0, details={**details, "total_ngrams": 0, "unique_ngrams": 0})
-        unique = len({tuple(units[i : i + self.ngram_size]) for i in range(total)})
+        size = self.ngram_size
+        if isinstance(units, str):  # characters: slices of the text, cheaper than tuples
+            unique = len({units[i : i + size] for i in range(total)})
+        else:
+            unique = len({tuple(units[i : i + size]) for i in range(total)})
         details.update(total_ngrams=total, unique_ngrams=unique)
-        if unique == total:
+        repeats = total - unique
+        if repeats == 0:
             return Score(0.0, details=details)
+        # The share as TRL computes it, to the last bit.
+        share = 1 - unique / total if self.max_repeats is None else min(1.0, repeats / self.max_repeats)
         return Score(
-            (1 - unique / total) * self.max_penalty,
-            reason=f"{total - unique} of {total} {self.ngram_size}-grams are repeats",
+            share * self.max_penalty,
+            reason=f"{repeats} of {total} {self.ngram_size}-grams are repeats",
             details=details,
         )
+
+    def _units(self, sample: Sample) -> Sequence[Hashable]:
+        if self.units.unit == "tokens":
+            return self.units.split(sample)
+        text = as_drawn(sample.completion_text).lower()
+        return text if self.units.unit == "chars" else text.split()
 
 
 class LengthOptions(UnitOptions):
@@ -338,6 +391,7 @@ class LengthReward(RuleReward):
         name: str | None = None,
     ):
         self.mode = mode
+        self.scores_groups = mode == "kimi"
         self.target_length = target_length
         self.max_length = max_length
         self.units = CompletionUnits(unit, tokenizer)

@@ -65,6 +65,16 @@ _SMALL_CAPITALS = str.maketrans({
     "ᴠ": "V", "ᴡ": "W", "ʏ": "Y", "ᴢ": "Z",
 })  # fmt: skip
 _LATIN_LOOKALIKES = str.maketrans(_LOOKALIKES)
+#: Characters that draw nothing: every format character (category Cf, to Unicode 15.1), and the
+#: invisible marks, fillers and variation selectors that are not Cf.
+_UNDRAWN = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
+    "\u034f\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]"
+)
+#: Every look-alike of `as_seen` as what it looks like, in one table (applied after NFKC).
+_DRAWN_AS = {**_SEEN, **_SMALL_CAPITALS, **_LATIN_LOOKALIKES}
 _WORD = re.compile(r"\w+")
 # Markup inside a word ("s**e**cret", "s*e*cret", "s`e`cret", "s~~~~ecret") and a link inside one
 # ("s[e](url)cret", its target already gone): the reader sees one word.
@@ -113,3 +123,18 @@ def as_seen(text: str) -> str:
         return text
     text = unicodedata.normalize("NFKC", without_invisible(text.translate(_SEEN))).translate(_SMALL_CAPITALS)
     return _latin_words(text)
+
+
+def as_drawn(text: str) -> str:
+    """``text`` one character at a time as it is drawn, for counting what was written (repeats):
+    the characters that draw nothing (`_UNDRAWN`: every format character, Unicode category Cf,
+    such as zero-width spaces and joiners and bidirectional marks, and the invisible marks and
+    variation selectors that `rewardlab.rewards.math.text.without_invisible` drops) deleted,
+    compatibility forms folded (NFKC), and the look-alike commas, blanks, small capitals and
+    Cyrillic and Greek letters of `as_seen` written as what they look like. Unlike `as_seen` it
+    keeps all the text (hidden markup too), moves nothing (an override is not applied) and folds
+    every look-alike letter whatever the language, so that text added after a space never changes
+    how the text before it is read."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", _UNDRAWN.sub("", text)).translate(_DRAWN_AS)

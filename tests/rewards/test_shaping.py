@@ -67,6 +67,14 @@ def test_soft_overlong_in_words_and_chars():
     assert score_one(chars, Sample(completion=[{"role": "assistant", "content": "abcdefgh"}])).value == -0.5
 
 
+@pytest.mark.parametrize("blank", ["\u2800", "\u3164", "\uffa0", " \u200b"])
+def test_words_separated_by_a_blank_that_is_not_whitespace_still_count(blank):
+    # Spaces written as U+2800 (drawn blank, not whitespace to str.split) made a long answer one
+    # word and escaped the overlong penalty (red-team round 22).
+    words = SoftOverlongPunishment(max_length=4, cache_length=2, unit="words")
+    assert score_one(words, Sample(completion=blank.join(["one", "two", "three"]))).value == -0.5
+
+
 def test_soft_overlong_without_token_ids_is_invalid_input():
     reward = SoftOverlongPunishment(max_length=100, cache_length=20)
     score = score_one(reward, Sample(completion="no ids here", id="roll-9"))
