@@ -41,6 +41,7 @@ SLOW = frozenset({
     os.path.join("rewards", "tool_calls", "test_template_format.py"),
     os.path.join("rewards", "test_tool_call_and_similarity_paths.py"),
     os.path.join("rewards", "test_every_reward.py"),
+    os.path.join("rewards", "code", "test_hostile_round24.py"),
     os.path.join("rewards", "math", "test_equivalence_set.py"),
     os.path.join("llm", "test_client.py"),
     os.path.join("serving", "test_hostile_clients.py"),
@@ -139,6 +140,12 @@ def scripted():
 
 def openai_backend(url: str, **extra):
     return {"type": "openai", "base_url": url, "model": "scripted", **extra}
+
+
+def tool_call(name: str, **arguments):
+    """One OpenAI-format tool call (an entry of an assistant message's ``tool_calls``), with its
+    arguments as a mapping, as TRL's tool loop writes them: the trajectory tests' rollouts."""
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 @pytest.fixture(scope="session")

@@ -28,12 +28,11 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
-from rewardlab.errors import InvalidInput
 from rewardlab.prm.step_judge import JUDGED_STEPS, StepJudge, StepJudgeOptions
-from rewardlab.rewards.contract import Sample, Score, Status
+from rewardlab.rewards.contract import Sample, Score
 from rewardlab.rewards.options import OptionError, takes_options
 from rewardlab.rewards.steps import Aggregate, StepOptions
-from rewardlab.rewards.trajectory import read_trajectory, turn_text
+from rewardlab.rewards.trajectory import read_trajectories, turn_text
 
 #: Where the turns go as given steps on the step judge's copy of a sample.
 _TURNS_FIELD = "trajectory_turns"
@@ -80,26 +79,21 @@ class TurnJudge(StepJudge):
         self.observations = observations
 
     async def judge_batch(self, samples: Sequence[Sample]) -> list[Score]:
-        scores: list[Score | None] = [None] * len(samples)
-        readable, where = [], []
-        for index, sample in enumerate(samples):
-            try:
-                trajectory = read_trajectory(sample.completion)
-            except InvalidInput as error:
-                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-                continue
+        scores, readable = read_trajectories(samples)
+        judged = []
+        for index, trajectory in readable:
+            sample = samples[index]
             turns = [turn_text(turn, observations=self.observations) for turn in trajectory.turns]
             if not any(text.strip() for text in turns):
                 turns = []  # nothing written and nothing called: the step judge's empty completion
             # Joined with blank lines and given as steps, each turn is found whole in the text.
-            readable.append(
+            judged.append(
                 replace(
                     sample,
                     completion="\n\n".join(turns),
                     fields={**sample.fields, _TURNS_FIELD: [text for text in turns if text.strip()]},
                 )
             )
-            where.append(index)
-        for index, score in zip(where, await super().judge_batch(readable), strict=True):
+        for (index, _), score in zip(readable, await super().judge_batch(judged), strict=True):
             scores[index] = score
         return scores  # type: ignore[return-value]  # every index is set above

@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion, Region
 from rewardlab.rewards.contract import Sample, Score
 from rewardlab.rewards.details import clipped
@@ -21,7 +20,7 @@ from rewardlab.rewards.math.extract import bare_answer, extract_answer, offers_a
 from rewardlab.rewards.math.spans import boxes
 from rewardlab.rewards.math.text import reader_text, without_invisible
 from rewardlab.rewards.options import OptionError, RuleOptions, TagName, WorkerOptions, takes_options
-from rewardlab.rewards.rule import RuleReward
+from rewardlab.rewards.rule import RuleReward, reference_answers
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 
 
@@ -470,7 +469,9 @@ class StringMatchReward(RuleReward):
         self.configure_rule(answer_region=answer_region, execution=execution, sample_budget_s=sample_budget_s)
 
     def check(self, sample: Sample) -> Score:
-        references = self._references(sample)
+        references = reference_answers(
+            sample, self.references_field, reward="string_match", noun="gold answer"
+        )
         region = self.answer(sample)
         answer = None if region.text is None else self._answer(region)
         details: dict[str, Any] = {
@@ -503,22 +504,3 @@ class StringMatchReward(RuleReward):
         if self.extract == "boxed":
             return boxed_answer(text)
         return last_line(text)
-
-    def _references(self, sample: Sample) -> list[str]:
-        references = [] if sample.reference is None else [sample.reference]
-        if self.references_field is None:
-            if not references:
-                raise InvalidInput("reference", "string_match needs a gold answer in sample.reference")
-            return references
-        key = f"fields.{self.references_field}"
-        if self.references_field not in sample.fields:
-            raise InvalidInput(key, "missing; it should list the accepted answers")
-        listed = sample.fields[self.references_field]
-        if isinstance(listed, str) or not isinstance(listed, Sequence):
-            raise InvalidInput(key, f"must be a list of strings, got {type(listed).__name__}")
-        if not all(isinstance(item, str) for item in listed):
-            raise InvalidInput(key, "must be a list of strings")
-        references.extend(listed)
-        if not references:
-            raise InvalidInput(key, "is empty and sample.reference is not set: no accepted answer")
-        return references

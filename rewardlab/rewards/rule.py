@@ -30,6 +30,38 @@ from rewardlab.rewards.sample_workers import (
 )
 
 
+def reference_answers(sample: Sample, references_field: str | None, *, reward: str, noun: str) -> list[str]:
+    """The answers ``sample`` is compared against: ``sample.reference``, then the strings listed
+    in ``sample.fields[references_field]`` when that option is set (SQuAD and TriviaQA rows carry
+    several acceptable answers). One reader for every reward with a ``references_field`` option,
+    so that they accept the same rows and refuse the rest with the same `InvalidInput`.
+
+    Args:
+        sample: The sample being scored.
+        references_field: The `Sample.fields` key listing more answers, or None for
+            ``sample.reference`` alone.
+        reward: The reward's name, for the error when there is no answer at all.
+        noun: What the answers are to that reward (``"gold answer"``, ``"reference answer"``).
+    """
+    references = [] if sample.reference is None else [sample.reference]
+    if references_field is None:
+        if not references:
+            raise InvalidInput("reference", f"{reward} needs a {noun} in sample.reference")
+        return references
+    key = f"fields.{references_field}"
+    if references_field not in sample.fields:
+        raise InvalidInput(key, f"missing; it should list the {noun}s")
+    listed = sample.fields[references_field]
+    if isinstance(listed, str) or not isinstance(listed, Sequence):
+        raise InvalidInput(key, f"must be a list of strings, got {type(listed).__name__}")
+    if not all(isinstance(item, str) for item in listed):
+        raise InvalidInput(key, "must be a list of strings")
+    references.extend(listed)
+    if not references:
+        raise InvalidInput(key, f"is empty and sample.reference is not set: no {noun}")
+    return references
+
+
 def check_one(reward: RuleReward, item: tuple[int, Sample]) -> Score:
     """``reward.check`` of one sample, with exceptions turned into failed scores naming it."""
     index, sample = item

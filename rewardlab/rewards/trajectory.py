@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardlab.errors import InvalidInput
-from rewardlab.rewards.contract import Text, message_text
+from rewardlab.rewards.contract import Sample, Score, Status, Text, message_text
 from rewardlab.rewards.tool_calls.calls import MalformedCall, ToolCall, call_from_mapping
 
 #: The `Sample.fields` key holding a JSON view of the rollout's environment after it ended.
@@ -120,6 +120,35 @@ def read_trajectory(completion: Text, field: str = "completion") -> Trajectory:
         raise InvalidInput(field, "has no assistant message")
     turns.append(Turn(len(turns), content, calls, tuple(observations)))
     return Trajectory(tuple(turns))
+
+
+def read_trajectories(
+    samples: Sequence[Sample], *, with_prompt: bool = False
+) -> tuple[list[Score | None], list[tuple[int, Trajectory]]]:
+    """Each sample's completion read as a trajectory, for rewards that score a batch of them.
+
+    A sample whose completion is no trajectory gets its ``invalid_input`` score at once, naming
+    the sample and the message at fault, and the rest of the batch is still scored; with
+    ``with_prompt``, so does one whose prompt cannot be shown as the history before a turn
+    (`history_text`). One reader for ``final_answer``, ``per_turn`` and ``turn_judge``, so that
+    they refuse the same samples with the same reasons.
+
+    Returns:
+        One entry per sample: its failure, or None where the trajectory was read (the caller
+        fills those in); and the (position, trajectory) of every sample that was read, in order.
+    """
+    scores: list[Score | None] = [None] * len(samples)
+    readable: list[tuple[int, Trajectory]] = []
+    for index, sample in enumerate(samples):
+        try:
+            trajectory = read_trajectory(sample.completion)
+            if with_prompt:
+                history_text(sample.prompt, ())
+        except InvalidInput as error:
+            scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
+            continue
+        readable.append((index, trajectory))
+    return scores, readable
 
 
 def _tool_calls(message: Mapping[str, Any], where: str) -> tuple[ToolCall, ...]:

@@ -34,7 +34,7 @@ from rewardlab.rewards.contract import Reward, Sample, Score, Status, Usage
 from rewardlab.rewards.options import RewardOptions, RewardSpec, takes_options
 from rewardlab.rewards.registry import built
 from rewardlab.rewards.steps import Aggregate, aggregate_steps
-from rewardlab.rewards.trajectory import ENVIRONMENT_STATE_FIELD, history_text, read_trajectory, turn_text
+from rewardlab.rewards.trajectory import ENVIRONMENT_STATE_FIELD, history_text, read_trajectories, turn_text
 
 
 class FinalAnswerOptions(RewardOptions):
@@ -77,21 +77,18 @@ class FinalAnswerReward(Reward):
         self.scores_groups = self.reward.scores_groups
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
-        scores: list[Score | None] = [None] * len(samples)
-        answers, where, turns = [], [], []
-        for index, sample in enumerate(samples):
-            try:
-                trajectory = read_trajectory(sample.completion)
-            except InvalidInput as error:
-                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-                continue
-            answers.append(replace(sample, completion=trajectory.final_answer))
-            where.append(index)
-            turns.append(len(trajectory.turns))
-        for index, answer, count, score in zip(
-            where, answers, turns, await scores_or_failures(self.reward, answers), strict=True
+        scores, readable = read_trajectories(samples)
+        answers = [
+            replace(samples[index], completion=trajectory.final_answer) for index, trajectory in readable
+        ]
+        for (index, trajectory), score in zip(
+            readable, await scores_or_failures(self.reward, answers), strict=True
         ):
-            score.details = {**score.details, "final_answer": answer.completion, "turns": count}
+            score.details = {
+                **score.details,
+                "final_answer": trajectory.final_answer,
+                "turns": len(trajectory.turns),
+            }
             scores[index] = score
         return scores  # type: ignore[return-value]  # every index is set above
 
@@ -275,15 +272,10 @@ class PerTurnReward(Reward):
         self.scores_groups = self.reward.scores_groups
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
-        scores: list[Score | None] = [None] * len(samples)
+        scores, readable = read_trajectories(samples, with_prompt=True)
         jobs: list[tuple[int, int, list[Sample]]] = []  # (sample, its first scored turn, turns)
-        for index, sample in enumerate(samples):
-            try:
-                trajectory = read_trajectory(sample.completion)
-                history_text(sample.prompt, ())  # checks the prompt, naming the field
-            except InvalidInput as error:
-                scores[index] = Score.failure(Status.INVALID_INPUT, f"{sample.label(index)}: {error}")
-                continue
+        for index, trajectory in readable:
+            sample = samples[index]
             turns = trajectory.turns
             first = 0 if self.max_turns is None else max(0, len(turns) - self.max_turns)
             jobs.append(

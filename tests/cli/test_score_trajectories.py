@@ -7,15 +7,12 @@ import json
 import pytest
 
 from rewardlab.cli import main
-
-
-def call(name, **arguments):
-    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+from tests.conftest import tool_call
 
 
 def rollout(n, answer):
     return [
-        {"role": "assistant", "content": "", "tool_calls": [call("press", n=n)]},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("press", n=n)]},
         {"role": "tool", "name": "press", "content": f"pressed {n}"},
         {"role": "assistant", "content": answer},
     ]

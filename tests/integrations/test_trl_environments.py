@@ -11,6 +11,7 @@ import pytest
 
 from rewardlab import Reward, Score, build
 from rewardlab.integrations.trl import as_reward_func, environment_state
+from tests.conftest import tool_call
 
 
 class Fields(Reward):
@@ -42,13 +43,9 @@ class Counter:
         return self._count
 
 
-def call(name, **arguments):
-    return {"type": "function", "function": {"name": name, "arguments": arguments}}
-
-
 def trajectory(n):
     return [
-        {"role": "assistant", "content": "", "tool_calls": [call("add", n=n)]},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("add", n=n)]},
         {"role": "tool", "name": "add", "content": str(n)},
         {"role": "assistant", "content": f"The count is {n}."},
     ]

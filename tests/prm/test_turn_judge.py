@@ -8,17 +8,12 @@ import pytest
 
 from rewardlab import Sample, Status, build
 from rewardlab.testing import Reply
-from tests.conftest import openai_backend
-
-
-def call(name, **arguments):
-    return {"type": "function", "function": {"name": name, "arguments": arguments}}
-
+from tests.conftest import openai_backend, tool_call
 
 ROLLOUT = [
-    {"role": "assistant", "content": "First the sum.", "tool_calls": [call("add", a=2, b=3)]},
+    {"role": "assistant", "content": "First the sum.", "tool_calls": [tool_call("add", a=2, b=3)]},
     {"role": "tool", "name": "add", "content": "5"},
-    {"role": "assistant", "content": "", "tool_calls": [call("multiply", a=5, b=4)]},
+    {"role": "assistant", "content": "", "tool_calls": [tool_call("multiply", a=5, b=4)]},
     {"role": "tool", "name": "multiply", "content": "20"},
     {"role": "assistant", "content": "The answer is 20."},
 ]

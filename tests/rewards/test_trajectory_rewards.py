@@ -8,17 +8,12 @@ import pytest
 
 from rewardlab import ConfigError, Sample, Status, build
 from rewardlab.testing import Reply
-from tests.conftest import openai_backend
-
-
-def call(name, **arguments):
-    return {"type": "function", "function": {"name": name, "arguments": arguments}}
-
+from tests.conftest import openai_backend, tool_call
 
 ROLLOUT = [
-    {"role": "assistant", "content": "First the sum.", "tool_calls": [call("add", a=2, b=3)]},
+    {"role": "assistant", "content": "First the sum.", "tool_calls": [tool_call("add", a=2, b=3)]},
     {"role": "tool", "name": "add", "content": "5"},
-    {"role": "assistant", "content": "", "tool_calls": [call("multiply", a=5, b=3)]},
+    {"role": "assistant", "content": "", "tool_calls": [tool_call("multiply", a=5, b=3)]},
     {"role": "tool", "name": "multiply", "content": "15"},
     {"role": "assistant", "content": "The answer is \\boxed{15}."},
 ]
@@ -41,7 +36,7 @@ def test_final_answer_scores_the_last_message_only():
 def test_final_answer_with_math_and_a_malformed_trajectory():
     reward = build({"type": "final_answer", "reward": {"type": "math_answer"}})
     bad = [
-        {"role": "assistant", "content": "", "tool_calls": [call("add")]},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("add")]},
         {"role": "system", "content": "x"},
     ]
     good, wrong, broken = reward.score(

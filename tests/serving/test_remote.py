@@ -13,7 +13,7 @@ import pytest
 from rewardlab import Sample, Status, build
 from rewardlab.integrations.trl import AsyncRewardFunc, as_reward_func
 from rewardlab.serving.remote import RemoteReward
-from rewardlab.sockets import listening_socket
+from rewardlab.testing import _LocalServer
 from tests.recording import Recorded, two_step_grpo_config
 from tests.serving.conftest import Probe, metric
 
@@ -144,17 +144,21 @@ def test_grpo_trains_on_a_remote_reward(serve, tmp_path, tiny_causal_lm, tiny_to
         )
 
 
-class Stub:
+class Stub(_LocalServer):
     """A ``/score`` server answering from a script of ``(status, headers, body)``; ``None`` as the
-    body answers properly (one score per sample), ``delay_s`` holds each answer."""
+    body answers properly (one score per sample), ``delay_s`` holds each answer. Served on
+    127.0.0.1 from a thread while in a ``with`` block, as `rewardlab.testing`'s scripted servers are."""
 
     def __init__(self, *script, delay_s=0.0):
-        import uvicorn
+        super().__init__()
+        self.script = list(script)
+        self.arrivals = []
+        self.delay_s = delay_s
+
+    def app(self):
         from fastapi import FastAPI, Request
         from fastapi.responses import Response
 
-        self.script = list(script)
-        self.arrivals = []
         app = FastAPI()
 
         @app.post("/score")
@@ -162,26 +166,13 @@ class Stub:
             self.arrivals.append(time.monotonic())
             samples = (await request.json())["samples"]
             status, headers, body = self.script.pop(0) if self.script else (200, {}, None)
-            await asyncio.sleep(delay_s)
+            await asyncio.sleep(self.delay_s)
             if body is None:
                 scores = [{"id": s["id"], "value": 1.0, "status": "ok"} for s in samples]
                 body = json.dumps({"scores": scores, "reward": "stub", "latency_s": 0.0})
             return Response(body, status_code=status, headers=headers, media_type="application/json")
 
-        sock = listening_socket("127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.server.should_exit = True
-        self.thread.join(10)
+        return app
 
 
 BUSY = (503, {"Retry-After": "1"}, '{"detail": "server busy"}')

@@ -3,16 +3,13 @@ calls and results, and the environment's final state in the sample's fields, sco
 trajectory rewards exactly as in process."""
 
 from rewardlab import Sample, build
+from tests.conftest import tool_call
 from tests.serving.conftest import post
-
-
-def call(name, **arguments):
-    return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def rollout(n):
     return [
-        {"role": "assistant", "content": "Pressing.", "tool_calls": [call("press", n=n)]},
+        {"role": "assistant", "content": "Pressing.", "tool_calls": [tool_call("press", n=n)]},
         {"role": "tool", "name": "press", "content": f"pressed {n}"},
         {"role": "assistant", "content": "Done."},
     ]

@@ -19,16 +19,16 @@ reason, as ``string_match`` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import model_validator
 
-from rewardlab.errors import InvalidInput, MissingDependency
+from rewardlab.errors import MissingDependency
 from rewardlab.optional import require
 from rewardlab.rewards.contract import Sample, Score
 from rewardlab.rewards.options import OptionError, RuleOptions, takes_options
-from rewardlab.rewards.rule import RuleReward
+from rewardlab.rewards.rule import RuleReward, reference_answers
 from rewardlab.rewards.sample_workers import DEFAULT_SAMPLE_BUDGET_S
 from rewardlab.rewards.text_similarity.rouge import rouge_l
 from rewardlab.rewards.text_similarity.squad import exact_match, token_f1
@@ -115,7 +115,9 @@ class TextSimilarityReward(RuleReward):
             self.name = name
 
     def check(self, sample: Sample) -> Score:
-        references = self._references(sample)
+        references = reference_answers(
+            sample, self.references_field, reward="text_similarity", noun="reference answer"
+        )
         region = self.answer(sample)
         details: dict[str, Any] = {"metric": self.metric, "answer_region": region.source}
         if region.text is None:
@@ -129,24 +131,3 @@ class TextSimilarityReward(RuleReward):
             value = scores[best]
             details["best_reference"] = best
         return Score(value, breakdown={self.metric: value}, details=details)
-
-    def _references(self, sample: Sample) -> list[str]:
-        references = [] if sample.reference is None else [sample.reference]
-        if self.references_field is None:
-            if not references:
-                raise InvalidInput(
-                    "reference", "text_similarity needs a reference answer in sample.reference"
-                )
-            return references
-        key = f"fields.{self.references_field}"
-        if self.references_field not in sample.fields:
-            raise InvalidInput(key, "missing; it should list the reference answers")
-        listed = sample.fields[self.references_field]
-        if isinstance(listed, str) or not isinstance(listed, Sequence):
-            raise InvalidInput(key, f"must be a list of strings, got {type(listed).__name__}")
-        if not all(isinstance(item, str) for item in listed):
-            raise InvalidInput(key, "must be a list of strings")
-        references.extend(listed)
-        if not references:
-            raise InvalidInput(key, "is empty and sample.reference is not set: no reference answer")
-        return references

@@ -37,6 +37,16 @@ MISTRAL_LIKE = (
     "{% endfor %}"
 )
 
+#: A transformers response template (``tokenizer.parse_response``) for assistant text followed by
+#: ``<call>{json}</call>`` tool calls: a format no marker of the built-in readers knows.
+CALL_TAG_RESPONSE = {
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "content": {"content": "text"},
+        "tool_calls": {"open": "<call>", "close": "</call>", "content": "json", "repeats": True},
+    },
+}
+
 
 @pytest.mark.parametrize(
     ("template", "expected"), [(QWEN_LIKE, "hermes"), (LLAMA_LIKE, "llama3"), (MISTRAL_LIKE, "mistral")]
@@ -46,14 +56,7 @@ def test_the_format_comes_from_the_chat_template(tmp_path, template, expected):
 
 
 def test_a_response_template_is_parsed_by_transformers(tmp_path):
-    response_template = {
-        "start_anchor": "<|im_start|>assistant\n",
-        "fields": {
-            "content": {"content": "text"},
-            "tool_calls": {"open": "<call>", "close": "</call>", "content": "json", "repeats": True},
-        },
-    }
-    name, template = template_format(tokenizer_folder(tmp_path, "{{ messages }}", response_template))
+    name, template = template_format(tokenizer_folder(tmp_path, "{{ messages }}", CALL_TAG_RESPONSE))
     assert name == "response_template"
     reader = CallReader(name, template)
     steps, _ = reader.steps('Sure. <call>{"name": "f", "arguments": {"a": [1]}}</call>')
@@ -70,14 +73,7 @@ def test_a_chat_template_without_calls_is_refused(tmp_path):
 def test_the_reward_reads_a_response_template_in_its_workers(tmp_path):
     from rewardlab import Sample, build
 
-    response_template = {
-        "start_anchor": "<|im_start|>assistant\n",
-        "fields": {
-            "content": {"content": "text"},
-            "tool_calls": {"open": "<call>", "close": "</call>", "content": "json", "repeats": True},
-        },
-    }
-    folder = tokenizer_folder(tmp_path, "{{ messages }}", response_template)
+    folder = tokenizer_folder(tmp_path, "{{ messages }}", CALL_TAG_RESPONSE)
     reward = build({"type": "tool_call", "call_format": "template", "tokenizer": folder})
     reference = '[{"f": {"a": [[1]]}}]'
     scores = reward.score(
