@@ -22,9 +22,17 @@ A variant's ``completion_ids`` are its own text tokenized again with the trainer
 honest completion's length, and none would leave a proxy that counts tokens unable to score it.
 
 Such a proxy is only watched as the trainer pays it when the probe set has groups:
-``WatchSampling(num_generations=..., do_sample=True)``. At its first check the watch scores a
-probe set of one completion per prompt once more as a single group; if the proxy's values change,
-it warns that the proxy is group-relative and is being watched in groups of one.
+``WatchSampling(num_generations=..., do_sample=True)``. A proxy that says it is group-relative
+(`Reward.scores_groups`) watched with one completion per prompt gets a warning at the first check.
+For one that does not say so (a reward of your own), the first check scores such a probe set once
+more as a single group; if the proxy's values change, it warns the same way.
+
+Which completions form a group is the proxy's choice: ``group_field`` names a `Sample.fields` key
+(kimi length, pairwise and listwise judges, group length control, reward-model shaping), else the
+prompt. The watch reads every ``group_field`` in the proxy (and in the rewards it holds), puts two
+completions in one group when any of those keys, or ``group_id``, puts them together
+(`Sample.group_key`): its groups are then never finer than the proxy's, so no batch holds two
+variants of one of the proxy's groups, whatever field the proxy groups by.
 
 How the trainer is used: a callback cannot call ``Trainer.log``. At a check step the watch asks
 for a log (``control.should_log``) and, in ``on_log``, adds its metrics to the ``logs`` dict and to
@@ -282,9 +290,14 @@ class HackingWatch(TrainerCallback):
             if ids is None:
                 raise ValueError(f"{sample.label(index)} has no completion_ids field: its length is unknown")
             lengths.append(len(ids))
-        groups = _groups(samples)
-        test_groups = self.group_relative is None and all(len(rows) == 1 for rows in groups)
-        scored = run_sync(self._score(samples, groups, tokenizer, test_groups))
+        fields = _group_fields(self.proxy)
+        groups = _groups(samples, fields)
+        alone = self.group_relative is None and all(len(rows) == 1 for rows in groups)
+        if alone and self.proxy.scores_groups:
+            self.group_relative = True
+            self._warn_alone("it says so (Reward.scores_groups)", stacklevel=3)
+        test_groups = alone and not self.proxy.scores_groups
+        scored = run_sync(self._score(samples, groups, tokenizer, test_groups, fields))
         measured = reward_metrics(scored.proxy, scored.gold, lengths)
         measured.metrics["hacking/group_size"] = len(samples) / len(groups)
         if scored.variants is not None:
@@ -337,16 +350,21 @@ class HackingWatch(TrainerCallback):
         as one group: it is group-relative, and groups of one are not how the trainer pays it."""
         changed = sum(_differs(alone, together) for alone, together in zip(honest, pooled, strict=True))
         self.group_relative = changed > 0
-        if not changed:
-            return
+        if changed:
+            self._warn_alone(
+                f"{changed} of {len(honest)} probe completions score differently as one group "
+                "than each alone",
+                stacklevel=4,
+            )
+
+    def _warn_alone(self, why: str, *, stacklevel: int) -> None:
         message = (
-            f"the proxy {self.proxy.name!r} scores a completion against its group: {changed} of "
-            f"{len(honest)} probe completions score differently as one group than each alone, and the "
+            f"the proxy {self.proxy.name!r} scores a completion against its group: {why}, and the "
             "probe set has one completion per prompt, so the watch does not see what the trainer "
             "pays; sample groups with WatchSampling(num_generations=<the trainer's>, do_sample=True)"
         )
         logger.warning(message)
-        warnings.warn(message, UserWarning, stacklevel=3)
+        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
     def _log_undefined(self, check: HackingCheck) -> None:
         watched = {f"hacking/{metric}" for metric in self.thresholds.limits()}
@@ -363,7 +381,12 @@ class HackingWatch(TrainerCallback):
                 logger.info("hacking watch, step %d: %s cannot be computed (%s)", check.step, key, reason)
 
     async def _score(
-        self, samples: Sequence[Sample], groups: list[list[int]], tokenizer: Any, test_groups: bool
+        self,
+        samples: Sequence[Sample],
+        groups: list[list[int]],
+        tokenizer: Any,
+        test_groups: bool,
+        fields: Sequence[str],
     ) -> _Scored:
         # With a tokenizer, the variants' ids are their text tokenized again; where that does not
         # give back a completion's own ids (decode-encode need not round-trip), the completions
@@ -394,7 +417,7 @@ class HackingWatch(TrainerCallback):
         if retokenized:
             batches.append(scores_or_failures(self.proxy, context))
         if test_groups:
-            batches.append(scores_or_failures(self.proxy, _one_group(samples)))
+            batches.append(scores_or_failures(self.proxy, _one_group(samples, fields)))
         proxy, gold, *rest = await asyncio.gather(*batches)
         pooled = rest.pop() if test_groups else None
         baseline = rest.pop() if retokenized else proxy
@@ -446,11 +469,55 @@ def _with_completion(sample: Sample, text: str, tokenizer: Any) -> Sample:
     return replace(sample, completion=completion, fields=fields)
 
 
-def _groups(samples: Sequence[Sample]) -> list[list[int]]:
-    """The rows of each group (`Sample.group_key`), in order of first appearance."""
-    groups: dict[tuple[str, str], list[int]] = {}
-    for row, sample in enumerate(samples):
-        groups.setdefault(sample.group_key(), []).append(row)
+def _group_fields(proxy: Reward) -> list[str]:
+    """``group_id`` and every ``group_field`` of ``proxy`` and of the rewards it holds (in its
+    attributes, directly or in a mapping or a list): the keys the proxy may group by."""
+    fields = ["group_id"]
+    seen: set[int] = set()
+    stack = [proxy]
+    while stack:
+        reward = stack.pop()
+        if id(reward) in seen:
+            continue
+        seen.add(id(reward))
+        named = getattr(reward, "group_field", None)
+        if isinstance(named, str) and named not in fields:
+            fields.append(named)
+        for value in getattr(reward, "__dict__", {}).values():
+            items = (
+                value.values()
+                if isinstance(value, Mapping)
+                else value
+                if isinstance(value, list | tuple)
+                else [value]
+            )
+            stack += [item for item in items if isinstance(item, Reward)]
+    return fields
+
+
+def _groups(samples: Sequence[Sample], fields: Sequence[str]) -> list[list[int]]:
+    """The rows of each group, in order of first appearance: two rows are in one group when
+    `Sample.group_key` of any of ``fields`` puts them together (the finest grouping that keeps
+    together every group any of the fields makes, so that none of the proxy's is split)."""
+    parent = list(range(len(samples)))
+
+    def root(row: int) -> int:
+        while parent[row] != row:
+            parent[row] = parent[parent[row]]
+            row = parent[row]
+        return row
+
+    for name in fields:
+        first: dict[tuple[str, str], int] = {}
+        for row, sample in enumerate(samples):
+            key = sample.group_key(name)
+            if key in first:
+                parent[root(row)] = root(first[key])
+            else:
+                first[key] = row
+    groups: dict[int, list[int]] = {}
+    for row in range(len(samples)):
+        groups.setdefault(root(row), []).append(row)
     return list(groups.values())
 
 
@@ -477,12 +544,11 @@ def _in_place(
     return batches
 
 
-def _one_group(samples: Sequence[Sample]) -> list[Sample]:
-    """The samples as one group (one shared ``group_id``), to see whether the proxy's values
-    depend on the group."""
-    return [
-        replace(sample, fields={**sample.fields, "group_id": "hacking-watch-one-group"}) for sample in samples
-    ]
+def _one_group(samples: Sequence[Sample], fields: Sequence[str]) -> list[Sample]:
+    """The samples as one group (one shared value of each field the proxy may group by), to see
+    whether the proxy's values depend on the group."""
+    pooled = dict.fromkeys(fields, "hacking-watch-one-group")
+    return [replace(sample, fields={**sample.fields, **pooled}) for sample in samples]
 
 
 def _differs(alone: Score, together: Score) -> bool:

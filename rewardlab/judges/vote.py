@@ -118,6 +118,7 @@ class Vote(Reward):
             self.name = name
         self.uses_gpu = self.judge.uses_gpu
         self.scores_groups = self.judge.scores_groups
+        self.scores_batches = self.judge.scores_batches
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         async def vote(k: int) -> list[Score]:

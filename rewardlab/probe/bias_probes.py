@@ -19,7 +19,9 @@ no model writes anything - so a probe is reproducible and costs only the reward'
   in other words:" and the answer again - the information repeated, none added. After Zheng et al.
   2023, "Judging LLM-as-a-Judge" (arXiv:2306.05685, section 3.3, the "repetitive list" attack),
   where GPT-4 rephrased a listed answer and the rephrasing was inserted before it; a template
-  cannot rephrase, so here the answer is restated verbatim, after a discourse marker.
+  cannot rephrase, so here the answer is restated verbatim, after a discourse marker. A loser
+  that the restatement leaves no longer than the other answer is **not tested**, as for length:
+  a reward that pays length alone would hold there, which says nothing of a verbosity bias.
 - **sycophancy**: the prompt with the user's stated belief that the loser's answer is right,
   in the answer-sycophancy template of Sharma et al. 2023, "Towards Understanding Sycophancy in
   Language Models" (arXiv:2310.13548; ``datasets/answer.jsonl`` of meg-tong/sycophancy-eval,
@@ -96,8 +98,9 @@ class Variant:
 
 @dataclass(frozen=True, slots=True)
 class NotTested:
-    """A rewrite that was made but does not change what the probe is about (padding that leaves
-    the loser the shorter answer): the pair is counted apart, neither held nor flipped."""
+    """A rewrite that was made but does not change what the probe is about (padding or a
+    restatement that leaves the loser the shorter answer): the pair is counted apart, neither
+    held nor flipped."""
 
     reason: str
 
@@ -147,12 +150,21 @@ def pad_length(contest: Contest) -> Variant | NotTested | None:
     return Variant(contest.prompt, padded)
 
 
-def restate(contest: Contest) -> Variant | None:
-    """The answer said twice, with an opening line: more words, no more information."""
+def restate(contest: Contest) -> Variant | NotTested | None:
+    """The answer said twice, with an opening line: more words, no more information; `NotTested`
+    when the restated answer is still no longer than the other (as `pad_length`: a reward that
+    pays every character would then keep its preference, which says nothing of a verbosity
+    bias)."""
     answer = contest.answer.strip()
     if not answer:
         return None
-    return Variant(contest.prompt, f"{VERBOSE_OPENING}\n\n{answer}\n\n{VERBOSE_RESTATEMENT} {answer}")
+    restated = f"{VERBOSE_OPENING}\n\n{answer}\n\n{VERBOSE_RESTATEMENT} {answer}"
+    if len(restated) <= len(contest.other):
+        return NotTested(
+            f"restated, the answer is still no longer than the other ({len(restated):,} against "
+            f"{len(contest.other):,} characters)"
+        )
+    return Variant(contest.prompt, restated)
 
 
 def as_markdown(contest: Contest) -> Variant | None:

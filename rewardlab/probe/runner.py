@@ -9,6 +9,17 @@ honest sample's place, beside the group's other honest completions - exactly wha
 sample was scored with. One batch holds one substitution per group; a group of G completions
 costs G scorings per variant, which is the price of comparing like with like.
 
+A reward whose score depends on the whole call, not only on the group (`Reward.scores_batches`:
+ensemble ``normalize: batch``, length control ``fit: batch``), is held to the same rule one level
+up: there the other groups' completions move a sample's baseline too, so two groups' variants in
+one batch would move each other's scores (one exploit that breaks right answers lowers the batch
+mean, and every other variant in the batch then rises against an honest baseline it was never
+scored beside). So for such a reward each variant is scored alone in the batch its honest sample
+was scored in, the batch otherwise honest. That costs a whole batch per variant: about
+``batch_size`` scorings per variant instead of G, which ``batch_size`` (``--batch-size``) bounds -
+the honest samples are scored in batches of that size too, so a smaller one compares like with
+like as well, only over a smaller batch.
+
 **Token ids.** A row may carry the policy's token ids in ``fields["completion_ids"]`` (TRL hands
 them to reward functions, and token-length rewards count them rather than the text,
 `rewardlab.rewards.shaping.CompletionUnits`). They are the ids of the honest text only: kept on a
@@ -130,6 +141,8 @@ class _Scorer:
             groups[sample.group_key()].append(index)
         self.groups = list(groups.values())
         self.group_index = {row: number for number, members in enumerate(self.groups) for row in members}
+        #: Each row's honest batch (its rows), once `honest` has run.
+        self.home: dict[int, list[int]] = {}
 
     def _cut(self, groups: list[list[_Slot]]) -> list[list[_Slot]]:
         batches: list[list[_Slot]] = []
@@ -161,11 +174,29 @@ class _Scorer:
     async def honest(self) -> list[Score]:
         """Every sample's own score, scored with its group."""
         groups: list[list[_Slot]] = [[(self.samples[row], row) for row in members] for members in self.groups]
-        return await self._fill(self._cut(groups), len(self.samples))
+        batches = self._cut(groups)
+        for batch in batches:
+            rows = [row for _, row in batch if row is not None]
+            self.home.update((row, rows) for row in rows)
+        return await self._fill(batches, len(self.samples))
+
+    def _in_place(self, job: _Job, owner: int, rows: Sequence[int]) -> list[_Slot]:
+        return [
+            (self.ids.of(_with_completion(self.samples[row], job.text)), owner)
+            if row == job.row
+            else (self.samples[row], None)
+            for row in rows
+        ]
 
     async def jobs(self, jobs: Sequence[_Job]) -> list[Score]:
         """Each job's score: its text in its row's place, the group's other rows around it. Round
-        ``k`` takes each group's ``k``-th job, so that no batch holds a group twice."""
+        ``k`` takes each group's ``k``-th job, so that no batch holds a group twice. For a reward
+        that scores the whole batch (`Reward.scores_batches`), each job alone in its row's honest
+        batch (see the module docstring)."""
+        if self.reward.scores_batches:
+            return await self._fill(
+                [self._in_place(job, index, self.home[job.row]) for index, job in enumerate(jobs)], len(jobs)
+            )
         queues: dict[int, list[int]] = defaultdict(list)
         for index, job in enumerate(jobs):
             queues[self.group_index[job.row]].append(index)
@@ -175,15 +206,7 @@ class _Scorer:
             for group, queue in queues.items():
                 if level >= len(queue):
                     continue
-                job = jobs[queue[level]]
-                groups.append(
-                    [
-                        (self.ids.of(_with_completion(self.samples[row], job.text)), queue[level])
-                        if row == job.row
-                        else (self.samples[row], None)
-                        for row in self.groups[group]
-                    ]
-                )
+                groups.append(self._in_place(jobs[queue[level]], queue[level], self.groups[group]))
             batches += self._cut(groups)
         return await self._fill(batches, len(jobs))
 
@@ -257,7 +280,9 @@ async def aprobe_reward(
             rewards it targets (`rewardlab.probe.kinds`).
         threshold: The win rate above which an exploit fails the probe.
         seed: Seeds every random choice (decoys, where the answer goes), for a reproducible probe.
-        batch_size: Samples per reward call (whole groups; a larger group goes alone).
+        batch_size: Samples per reward call (whole groups; a larger group goes alone). For a
+            reward that scores the whole batch (`Reward.scores_batches`) each variant costs a
+            batch of this size (see the module docstring).
         concurrency: Reward calls in flight.
         progress: Show a progress bar on stderr.
         unreadable: Input rows that could not become samples, for the result's count.

@@ -121,6 +121,7 @@ class Combine(Reward):
         self.io_bound = any(r.io_bound for r in [*self.components.values(), *gated])
         self.uses_gpu = any(r.uses_gpu for r in [*self.components.values(), *gated])
         self.scores_groups = any(r.scores_groups for r in [*self.components.values(), *gated])
+        self.scores_batches = any(r.scores_batches for r in [*self.components.values(), *gated])
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         rewards = dict(self.components)
@@ -243,6 +244,7 @@ class Route(Reward):
         self.io_bound = any(r.io_bound for r in [*self.routes.values(), *defaults])
         self.uses_gpu = any(r.uses_gpu for r in [*self.routes.values(), *defaults])
         self.scores_groups = any(r.scores_groups for r in [*self.routes.values(), *defaults])
+        self.scores_batches = any(r.scores_batches for r in [*self.routes.values(), *defaults])
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         scores: list[Score | None] = [None] * len(samples)

@@ -254,6 +254,10 @@ class Reward(abc.ABC):
     #: (pairwise and listwise judges, group length shaping, group normalisation): the TRL adapter
     #: then scores the groups whole when a trainer splits them across processes.
     scores_groups: bool = False
+    #: True when a sample's score depends on every other sample of the same call, not only on its
+    #: group's (batch normalisation, a fit over the batch); implies `scores_groups`. A probe then
+    #: scores one changed sample per call, in the batch it was scored in (`rewardlab.probe.runner`).
+    scores_batches: bool = False
 
     @abc.abstractmethod
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:

@@ -212,7 +212,11 @@ class EnsembleReward(Reward):
             self.name = name
         self.io_bound = any(member.io_bound for member in self.members.values())
         self.uses_gpu = any(member.uses_gpu for member in self.members.values())
-        self.scores_groups = normalize == "batch" or any(member.scores_groups for member in self.members.values())
+        self.scores_groups = normalize == "batch" or any(
+            member.scores_groups for member in self.members.values()
+        )
+        batch_scored = [member.scores_batches for member in self.members.values()]
+        self.scores_batches = normalize == "batch" or any(batch_scored)
 
     @property
     def member_names(self) -> list[str]:

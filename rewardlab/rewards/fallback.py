@@ -114,6 +114,7 @@ class Fallback(Reward):
         self.io_bound = any(reward.io_bound for reward in self.rewards)
         self.uses_gpu = any(reward.uses_gpu for reward in self.rewards)
         self.scores_groups = any(reward.scores_groups for reward in self.rewards)
+        self.scores_batches = any(reward.scores_batches for reward in self.rewards)
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         tried: list[list[tuple[str, Score]]] = [[] for _ in samples]

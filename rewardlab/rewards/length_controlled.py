@@ -10,69 +10,77 @@ other terms; the length-controlled preference is then predicted with that featur
 "what would the preference be if both outputs had the same length?".
 
 A reward scores one completion, not a pair, so here the regression is of the reward on a length
-feature ``x`` of each completion, by least squares over a set of scored samples, and the feature is
-then set to its mean over the set::
+feature ``x`` of each completion, by least squares over a set of scored samples. AlpacaEval's
+correction, ``direction: both``, sets the feature to its mean over the set::
 
     r_adjusted = r - slope * (x - mean(x)),    slope = cov(x, r) / var(x)
 
-That is the reward less the part of it that length predicts linearly. The feature (``feature``)
-is a z-score of the length: ``clipped_std`` (the default), ``(length - mean) / std`` clipped to
-``[-3, 3]``, or AlpacaEval's ``tanh_std``, ``tanh((length - mean) / std)``, with the mean and
-(Bessel-corrected, as pandas' ``std()`` in the original) standard deviation of the lengths the
-slope is fit on; or ``log``: ``log(1 + length)``. Length is in characters by default, as in
-AlpacaEval; since the z-score does not change when all lengths are scaled, tokens or words give
-nearly the same feature.
+That is two-sided: a sample shorter than the mean is *paid* ``slope * (mean(x) - x)``. For
+evaluation, where the lengths are not the scored model's choice, that is what parity with
+AlpacaEval needs. For training it is not safe, and the default (``direction: longer_only``)
+differs in three ways, because there the policy chooses the lengths (rewardlab red-teams 22 and
+22b):
 
-Three departures from AlpacaEval, because here the policy being trained chooses the lengths
-(rewardlab red-team 22, findings 1 and 1b). The first two make padding never pay: whatever the
-wrapped value of a sample, a longer completion of it never gets a higher adjusted value (proof
-below; the tests check it over random groups, batches and paddings):
+- **The correction only ever subtracts**, and subtracts more the further a completion lies above
+  its peers' mean feature ``m``::
 
-- Only a reward that *rises* with length is corrected (``direction: longer_only``, the default):
-  a fitted slope below 0 is clamped to 0. A negative slope is usually honest (wrong rollouts
-  ramble, so long answers score lower); subtracting it would pay every extra character, right or
-  wrong (finding 1b). ``direction: both`` removes either sign, as AlpacaEval does, for
-  evaluation parity; it is not safe to train on.
-- Each sample's slope is fit on the *other* samples of its set, whose lengths also standardise
-  the feature (``slope_fit: leave_one_out``, the default). AlpacaEval's GLM is fit over a whole
-  leaderboard; a group has 8 or 16 completions, one of which the policy can make a length
-  outlier, and least squares then puts the line through that outlier (leverage near 1) and pays
-  it about the group's mean whatever its own reward (finding 1). This is the leave-one-out idea
-  of RLOO's baseline (Kool et al. 2019, "Buy 4 REINFORCE Samples, Get a Baseline for Free!";
-  Ahmadian et al. 2024, arXiv:2402.14740): a sample's own value must not enter what it is
-  compared with; it is also the cross-fitting of double machine learning (Chernozhukov et al.
-  2018, arXiv:1608.00060), where a nuisance function is estimated without the sample it is
-  applied to. For sample ``i`` of a set of ``n``::
+      r_adjusted = r - max(0, slope) * max(0, x - m)
 
-      x_j = f_i(length_j)        (z-scores by the mean and std of the lengths other than i's)
-      slope_i = max(0, cov(x, r) / var(x))        over the samples j != i
-      r_adjusted_i = r_i - slope_i * (x_i - mean(x))        (mean over all n)
+  A negative fitted slope is clamped to 0 (it is usually honest: wrong rollouts ramble, and
+  subtracting it would pay every extra character, finding 22.1b), and a completion at or below
+  its peers' mean is left at its wrapped value. The two-sided form paid shortness: around
+  ``math_answer``, where right answers were longer than wrong ones, an empty completion scored
+  1.229, above every right answer of its group and above the verifier's range (finding 22b.2).
+  This is the ``min(r, r - slope * (x - m))`` the red team proposed.
+- **Each sample's slope is fit on its peers**, the *other* samples of its set, whose lengths
+  also standardise the feature and give ``m`` (``slope_fit: leave_one_out``). Fit over a group
+  of 8 including it, a policy-made length outlier has leverage near 1: the line goes through it
+  and pays it about the group's mean whatever its own reward (finding 22.1). This is the
+  leave-one-out baseline of RLOO (Kool et al. 2019, "Buy 4 REINFORCE Samples, Get a Baseline for
+  Free!"; Ahmadian et al. 2024, arXiv:2402.14740) and the cross-fitting of double machine
+  learning (Chernozhukov et al. 2018, arXiv:1608.00060): a sample's own value does not enter
+  what it is compared with.
+- **The feature does not saturate above the mean**: ``std``, the z-score ``(length - mean) /
+  std`` unclipped (default), or ``log``, ``log(1 + length)``. AlpacaEval's ``tanh_std`` (and the
+  ``clipped_std`` this reward used after red-team 22) stop rising a few standard deviations out,
+  so the charge stops growing while a length-loving grader keeps paying: padding a rollout of
+  a real group by 7,100 characters kept 94% of a linear length reward's pay (finding 22b.1).
 
-  Proof: ``slope_i`` and ``x_j`` for ``j != i`` do not depend on sample ``i``;
-  ``x_i - mean(x) = (n - 1) / n * (x_i - mean_{j != i} x_j)`` does not fall as ``length_i``
-  rises, because ``f_i`` does not (clipping, tanh and log1p are non-decreasing); times a slope
-  ``>= 0`` the subtracted term does not fall, so ``r_adjusted_i`` does not rise. A robust pooled
-  slope (Theil-Sen, a leverage cap) bounds one point's influence but does not give this: the
-  outlier still takes part in its own fit and its own standardisation. ``slope_fit: pooled``
-  is AlpacaEval's one fit over the whole set; with ``direction: both`` and ``feature:
-  tanh_std`` it is this reward's behaviour before red-team 22, and keeps the set's mean reward.
-- The default feature is ``clipped_std``, not AlpacaEval's ``tanh_std``. Left out of its own
-  fit, a sample at the edge of its group lies outside the lengths the slope was fit on, where
-  tanh flattens: a reward linear in length then keeps about a quarter of its spread in random
-  groups of 8 (the pooled tanh fit keeps about a seventh). A clipped z-score extrapolates the
-  others' line to 3 standard deviations, so such a reward comes out flat (exactly, in those
-  groups, unless a sample lies beyond 3 std of the others), and the term subtracted is still
-  bounded (at most ``slope * 6``), which is what AlpacaEval's tanh is for. A reward whose length
-  preference saturates is then over-corrected at the long end: the safe side.
+For sample ``i`` of a set of ``n``, under the defaults::
 
-The defense is a linear trend per set: a reward that is not linear in the feature keeps some of
-its length dependence, and a sample's value moves with its set. Padding one completion never
-raises its own value, but it changes its batch mates' slopes, so its GRPO advantage (its value
-less its mates' mean) is not guaranteed: in 400 random groups of 8 with 0/1 rewards it rose in 34,
-by at most +0.036 (AlpacaEval's pooled two-sided fit: 189, by up to +0.978). And the other side of
-removing a positive slope: a completion shorter than its mates gains (``r - slope * (x -
-mean(x))`` with ``x`` below the mean), so where short answers are wrong, a short wrong answer can
-edge out a long wrong one.
+    x_j = (length_j - mean_i) / std_i    (mean_i, std_i: of the lengths other than i's; Bessel)
+    slope_i = max(0, cov(x, r) / var(x))    over the peers j != i
+    m_i = mean(x_j for j != i)    (0 for ``std``)
+    r_adjusted_i = r_i - slope_i * max(0, x_i - m_i)
+
+What this guarantees, exactly (``slope_i`` and ``m_i`` do not depend on sample ``i``, and ``x_i``
+does not fall as ``length_i`` rises):
+
+- ``r_adjusted_i <= r_i``: no value exceeds the wrapped reward's, and a completion shorter than
+  its peers gets exactly its wrapped value. An empty answer to a verifier gets what the verifier
+  gives it (0), never more.
+- Lengthening sample ``i`` changes its value by ``delta r_i - slope_i * delta max(0, x_i -
+  m_i)``: padding never raises the value by more than the wrapped reward's own increase less
+  ``slope_i`` times the feature's increase above ``m_i``. With the wrapped value unchanged, a
+  longer completion never scores more. A wrapped reward linear in the feature (with ``std``:
+  linear in length) whose peers lie on the line is fit exactly, so its value is flat at and
+  above the peers' mean, however far one pads; one that pays length less than linearly (a log)
+  is over-charged far out: the safe side. ``clipped_std`` and ``tanh_std`` lose this past their
+  knee, which is why neither is the default.
+- For a wrapped reward in ``[0, 1]`` (a verifier), the slope of ``k`` peers' values on their
+  ``std`` z-scores is at most ``sqrt(k / (k - 1)) / 2`` (Cauchy-Schwarz: the z-scores have sum of
+  squares ``k - 1``, the values at most ``k / 4``), 0.54 for groups of 8. So a right answer less
+  than ``2 * sqrt((k - 1) / k)`` (1.85) of its peers' standard deviations above their mean
+  length scores above every wrong one; one further out is charged as padding is, and can fall
+  below a wrong answer: length control cannot tell a long right answer from a padded one.
+
+What is not guaranteed: a reward not linear in the feature keeps some of its length dependence
+*below* the peers' mean (a pure-length reward still pays a completion for reaching its peers'
+mean length, not beyond it); and a sample's GRPO advantage (its value less its mates' mean),
+since padding one completion changes its mates' slopes and peers' means. ``slope_fit: pooled``
+is AlpacaEval's one fit over the whole set, the sample included; with ``direction: both`` and
+``feature: tanh_std`` it is AlpacaEval's regression and this reward's behaviour before red-team
+22, and keeps the set's mean reward. Evaluation only: it paid padding in 8 of 9 red-team groups.
 
 Which samples the slope is fit over (``fit``):
 
@@ -85,11 +93,14 @@ Which samples the slope is fit over (``fit``):
   calls whose groups are too small to fit (one completion per prompt). Length differences
   between prompts then enter the slope: across prompts wrong answers tend to be the longer ones,
   the slope is negative, and only ``direction: longer_only`` keeps it from paying padding
-  (finding 1b). One slope per sample costs time growing with the square of the batch (about 1 s
-  for 1,024 samples).
+  (finding 22.1b); and a prompt whose right answers are long is charged against the others'
+  lengths (red-team 22b: where a policy empties its wrong answers, 6 of 47 of them rank above
+  the two right answers of one such question; 0 of 47 with ``fit: group``). One slope per sample
+  costs time growing with the square of the batch (about 1 s for 1,024 samples).
 - ``calibration``: a slope fit once on reference data (`fit_length_calibration`), read from a
-  file; each sample is adjusted on its own, so its value does not depend on its batch. A
-  negative calibrated slope is clamped to 0 too, unless ``direction: both``.
+  file; each sample is adjusted on its own, compared with the reference's mean feature, so its
+  value does not depend on its batch. A negative calibrated slope is clamped to 0 too, unless
+  ``direction: both``.
 
 Degenerate cases, each exact rather than guessed:
 
@@ -127,7 +138,7 @@ from rewardlab.rewards.options import OptionError, PathOption, RewardSpec, takes
 from rewardlab.rewards.registry import built
 from rewardlab.rewards.shaping import CompletionUnits, LengthUnit, UnitOptions
 
-LengthFeature = Literal["clipped_std", "tanh_std", "log"]
+LengthFeature = Literal["std", "clipped_std", "tanh_std", "log"]
 #: ``clipped_std`` clips the z-score of a length at this many standard deviations.
 CLIP_STD = 3.0
 FitScope = Literal["group", "batch", "calibration"]
@@ -145,14 +156,17 @@ def length_moments(lengths: Sequence[int]) -> tuple[float, float]:
 
 
 def length_feature(length: int, feature: LengthFeature, length_mean: float, length_std: float) -> float:
-    """The feature a reward is regressed on: ``(length - mean) / std`` clipped to
-    ``[-CLIP_STD, CLIP_STD]``, or ``tanh((length - mean) / std)`` (either 0 when the lengths have
-    no spread), or ``log(1 + length)``. Each rises with ``length``."""
+    """The feature a reward is regressed on: the z-score ``(length - mean) / std``, unclipped
+    (``std``) or clipped to ``[-CLIP_STD, CLIP_STD]`` (``clipped_std``), or ``tanh((length -
+    mean) / std)`` (the three are 0 when the lengths have no spread), or ``log(1 + length)``.
+    Each rises with ``length``; only ``std`` and ``log`` keep rising without bound."""
     if feature == "log":
         return math.log1p(length)
     if length_std == 0:
         return 0.0
     z = (length - length_mean) / length_std
+    if feature == "std":
+        return z
     return math.tanh(z) if feature == "tanh_std" else min(max(z, -CLIP_STD), CLIP_STD)
 
 
@@ -205,7 +219,7 @@ class LengthCalibration:
         scores: Sequence[Score],
         *,
         unit: LengthUnit = "chars",
-        feature: LengthFeature = "clipped_std",
+        feature: LengthFeature = "std",
         tokenizer: Any | None = None,
     ) -> LengthCalibration:
         """The calibration of ``scores`` (a reward's scores of ``samples``): samples without a
@@ -268,7 +282,7 @@ def fit_length_calibration(
     rows: str | Path | Iterable[Mapping[str, Any]],
     *,
     unit: LengthUnit = "chars",
-    feature: LengthFeature = "clipped_std",
+    feature: LengthFeature = "std",
     tokenizer: Any | None = None,
 ) -> LengthCalibration:
     """A `LengthCalibration` from scored rows: a JSONL file (or the mappings) of records with
@@ -327,10 +341,12 @@ class LengthControlledOptions(UnitOptions):
     """Which scored samples the slope is fit over: ``group`` (the sample's group, see
     ``group_field``), ``batch`` (all samples of one call) or ``calibration`` (a slope fit on
     reference data, read from ``calibration``)."""
-    feature: LengthFeature = "clipped_std"
-    """The length feature: ``clipped_std``, ``(length - mean) / std`` clipped at 3 standard
-    deviations, ``tanh_std``, ``tanh((length - mean) / std)`` (as length-controlled AlpacaEval),
-    with the mean and std of the lengths the slope is fit on, or ``log``, ``log(1 + length)``."""
+    feature: LengthFeature = "std"
+    """The length feature: ``std``, the z-score ``(length - mean) / std`` with the mean and
+    (Bessel-corrected) std of the lengths the slope is fit on; ``log``, ``log(1 + length)``;
+    or, saturating (a length-loving reward then pays padding past the knee; for evaluation),
+    ``clipped_std``, the z-score clipped at 3, or ``tanh_std``, its tanh (as length-controlled
+    AlpacaEval)."""
     unit: LengthUnit = "chars"
     """What length is measured in: ``chars`` (as AlpacaEval), ``words`` (whitespace-separated),
     or ``tokens`` (from ``fields["completion_ids"]``, which TRL passes, else from ``tokenizer``)."""
@@ -338,9 +354,10 @@ class LengthControlledOptions(UnitOptions):
     """With ``fit: group``, the `Sample.fields` key naming a sample's group; samples without it
     are grouped by prompt."""
     direction: SlopeDirection = "longer_only"
-    """Which length dependence is removed: ``longer_only`` (a fitted slope below 0 is clamped to
-    0, so being longer never earns more; the one to train with) or ``both`` (either sign, as
-    length-controlled AlpacaEval; for evaluation parity only: a negative slope pays padding)."""
+    """``longer_only`` (the one to train with): ``r - max(0, slope) * max(0, x - m)``, only
+    ever subtracting, for length above the peers' mean feature ``m``; or ``both``, as
+    length-controlled AlpacaEval, ``r - slope * (x - mean(x))``, either sign and either side:
+    evaluation parity only (it pays shortness, and a negative slope pays padding)."""
     slope_fit: SlopeFit = "leave_one_out"
     """How the slope is fit within the set (``fit: group`` or ``batch``): ``leave_one_out`` (each
     sample's slope from the other samples, so a policy-made length outlier cannot set its own
@@ -417,8 +434,10 @@ class LengthControlledReward(Reward):
     """A wrapped reward less the part of it that completion length predicts, after
     length-controlled AlpacaEval: ``r - slope * (x - mean(x))``, with the slope of a
     least-squares fit of the reward on a length feature ``x`` over the sample's group (the other
-    samples of it, by default), its batch, or reference data; by default only a slope above 0 is
-    removed, so that a longer completion never scores more (see the module docstring).
+    samples of it, by default), its batch, or reference data. By default the correction only
+    subtracts, ``r - max(0, slope) * max(0, x - m)`` with ``m`` the peers' mean feature, so no
+    value exceeds the wrapped one and padding is charged however far it goes (see the module
+    docstring).
 
     Options: `LengthControlledOptions` (``reward``, ``fit``, ``feature``, ``unit``,
     ``group_field``, ``direction``, ``slope_fit``, ``min_fit_samples``, ``calibration``).
@@ -426,16 +445,19 @@ class LengthControlledReward(Reward):
     The breakdown holds the wrapped reward's value under its name (its own breakdown under
     ``<its name>/``) and ``length_slope`` (the slope removed), so the TRL adapter logs how
     strongly the reward follows length as training goes. ``details`` has ``raw_value``,
-    ``length``, ``unit``, ``feature`` (the sample's), ``feature_mean`` (the feature it is moved
-    to), ``fitted_slope`` (the least-squares slope), ``slope`` (the one removed: the fitted one,
-    or 0.0 when ``direction: longer_only`` clamped a negative one), ``slope_clamped``,
+    ``length``, ``unit``, ``feature`` (the sample's), ``feature_mean`` (the feature it is
+    compared with: its peers' mean under ``longer_only``, the set's mean under ``both``),
+    ``fitted_slope`` (the least-squares slope), ``slope`` (the one charged: the fitted one, or
+    0.0 when ``direction: longer_only`` clamped a negative one), ``slope_clamped``,
     ``direction``, ``slope_fit``, ``fit`` and ``fit_size`` (the samples the slope was fit on:
     the others of the set under ``leave_one_out``), a ``fit_note`` where a degenerate case
     decided, and the wrapped reward's details under ``reward_details``.
 
     Example:
-        A reward that only measures length (1% per word up to 100 words) comes out flat: it is
-        linear in words, and the feature is the clipped z-score of words:
+        A reward that only measures length (1% per word up to 100 words): it is linear in words,
+        as is the feature, the z-score of words. A completion shorter than its peers keeps its
+        value; a longer one gets what the reward pays at its peers' mean length, however far it
+        pads:
 
         >>> from rewardlab import Sample
         >>> from rewardlab.rewards.shaping import LengthReward
@@ -445,13 +467,10 @@ class LengthControlledReward(Reward):
         >>> [round(s.details["raw_value"], 2) for s in scores]
         [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
         >>> [round(s.value, 3) for s in scores]
-        [0.45, 0.45, 0.45, 0.45, 0.45, 0.45, 0.45, 0.45]
-
-        In a set of three, the longest lies beyond 3 standard deviations of the other two, and
-        keeps a little of its length bonus:
-
-        >>> [round(s.value, 3) for s in controlled.score([Sample(completion="a " * n) for n in (5, 10, 20)])]
-        [0.117, 0.117, 0.129]
+        [0.1, 0.2, 0.3, 0.4, 0.443, 0.429, 0.414, 0.4]
+        >>> padded = controlled.score([Sample(completion="a " * n) for n in (10, 20, 30, 40, 50, 60, 70, 95)])
+        >>> round(padded[-1].value, 3)
+        0.4
     """
 
     name = "length_controlled"
@@ -461,7 +480,7 @@ class LengthControlledReward(Reward):
         reward: Reward | Mapping[str, Any],
         *,
         fit: FitScope = "group",
-        feature: LengthFeature = "clipped_std",
+        feature: LengthFeature = "std",
         unit: LengthUnit = "chars",
         tokenizer: Any | None = None,
         group_field: str = "group_id",
@@ -485,6 +504,7 @@ class LengthControlledReward(Reward):
         self.io_bound = self.reward.io_bound
         self.uses_gpu = self.reward.uses_gpu
         self.scores_groups = fit != "calibration" or self.reward.scores_groups
+        self.scores_batches = fit == "batch" or self.reward.scores_batches
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         wrapped = await scores_or_failures(self.reward, samples)
@@ -558,9 +578,14 @@ class LengthControlledReward(Reward):
                     f"the other {size - 1} scored completions of the {self.fit} have one length: "
                     "no slope to fit"
                 )
-            fits.append(
-                _Fit(x, math.fsum([x, *features]) / size, fitted, self._removed(fitted), size - 1, why)
+            # Two-sided (AlpacaEval) moves the sample to the set's mean feature; one-sided compares
+            # it with its peers' mean, which does not move when it pads.
+            compared = (
+                math.fsum([x, *features]) / size
+                if self.direction == "both"
+                else math.fsum(features) / (size - 1)
             )
+            fits.append(_Fit(x, compared, fitted, self._removed(fitted), size - 1, why))
         return fits
 
     def _adjusted(self, measured: list[_Measured], wrapped: Sequence[Score]) -> dict[int, Score]:
@@ -594,7 +619,10 @@ class LengthControlledReward(Reward):
                 **{f"{self.reward.name}/{key}": value for key, value in score.breakdown.items()},
                 "length_slope": fit.slope,
             }
-            value = m.value - fit.slope * (fit.feature - fit.feature_mean)
+            above = fit.feature - fit.feature_mean
+            if self.direction == "longer_only":
+                above = max(above, 0.0)  # only ever subtract: shortness earns nothing
+            value = m.value - fit.slope * above
             results[m.index] = replace(score, value=value, breakdown=breakdown, details=details)
         return results
 

@@ -75,6 +75,7 @@ class FinalAnswerReward(Reward):
         self.io_bound = self.reward.io_bound
         self.uses_gpu = self.reward.uses_gpu
         self.scores_groups = self.reward.scores_groups
+        self.scores_batches = self.reward.scores_batches
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         scores, readable = read_trajectories(samples)
@@ -270,6 +271,7 @@ class PerTurnReward(Reward):
         self.io_bound = self.reward.io_bound
         self.uses_gpu = self.reward.uses_gpu
         self.scores_groups = self.reward.scores_groups
+        self.scores_batches = self.reward.scores_batches
 
     async def ascore(self, samples: Sequence[Sample]) -> list[Score]:
         scores, readable = read_trajectories(samples, with_prompt=True)

@@ -14,7 +14,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from rewardlab import Reward, RuleReward, Sample, Score
+from rewardlab import Reward, RuleReward, Sample, Score, build
 from rewardlab.integrations.hacking_metrics import spearman
 from rewardlab.integrations.hacking_watch import HackingThresholds, HackingWatch, RewardHackingWarning
 from rewardlab.integrations.policy_samples import WatchSampling
@@ -60,14 +60,19 @@ class PaysTokens(RuleReward):
 
 class AboveGroupMean(Reward):
     """A group-relative proxy: a completion's length in characters minus its group's mean length
-    (groups by `Sample.group_key`, as kimi length and group length control make them)."""
+    (groups by `Sample.group_key` of ``group_field``, as kimi length and group length control make
+    them). It does not say it is group-relative (`Reward.scores_groups`), as a reward of a user's
+    own may not."""
 
     name = "above_group_mean"
+
+    def __init__(self, group_field="group_id"):
+        self.group_field = group_field
 
     async def ascore(self, samples):
         groups = defaultdict(list)
         for index, sample in enumerate(samples):
-            groups[sample.group_key()].append(index)
+            groups[sample.group_key(self.group_field)].append(index)
         values = [0.0] * len(samples)
         for members in groups.values():
             mean = np.mean([len(samples[i].completion_text) for i in members])
@@ -374,6 +379,95 @@ def test_a_group_relative_proxy_in_groups_of_one_is_reported_once():
         warnings.simplefilter("error")
         plain.observe(0, samples)
     assert plain.group_relative is False
+
+
+KIMI_TEXTS = [
+    "4",
+    "It is 4 because two and two make four, as counting shows.",
+    "5",
+    "I think it is 5 or so, maybe.",
+]
+
+
+def kimi_by_prompt_id():
+    """Kimi length, grouping by a dataset column rather than ``group_id``."""
+    spec = {"type": "length", "mode": "kimi", "unit": "words", "group_field": "prompt_id"}
+    return build({**spec, "correctness": {"type": "regex_match", "pattern": r"\b4\b"}})
+
+
+def kimi_probe():
+    return [
+        Sample(
+            prompt=f"Question {q}: 2 + 2?",
+            completion=text,
+            fields={"prompt_id": f"q{q}", "completion_ids": [0]},
+        )
+        for q, text in enumerate(KIMI_TEXTS)
+    ]
+
+
+def test_a_proxy_that_says_it_is_group_relative_is_reported_without_a_test_whatever_its_group_field():
+    """Red-team 22b finding 4: kimi length grouping by ``prompt_id`` was watched in groups of one
+    with no warning (the test pooled by ``group_id`` only). It says it scores groups, so the watch
+    warns at once, and scores the proxy only once (no pooled batch)."""
+    proxy = Recorded(kimi_by_prompt_id())
+    proxy.scores_groups = True  # as the reward it records says
+    w = HackingWatch([Sample(prompt="p")], proxy, Verifier())
+    with pytest.warns(
+        UserWarning, match=r"against its group: it says so \(Reward.scores_groups\), and the probe"
+    ):
+        w.observe(0, kimi_probe())
+    assert w.group_relative is True and len(proxy.batches) == 1
+
+
+def test_the_group_test_pools_by_the_proxys_own_group_field():
+    """The same kimi proxy, not saying it scores groups: pooled by its ``prompt_id`` too, the four
+    completions score as one group. Words 1, 12, 1, 8 (min 1, max 12); lambda = 0.5 - (n - 1) / 11:
+    0.5, -0.5, 0.5, -0.136; the right answers ("4") keep it, the wrong ones min(0, lambda): 0.5,
+    -0.5, 0, -0.136. Alone each scores 0, so three of four change."""
+    proxy = Recorded(kimi_by_prompt_id())
+    w = HackingWatch([Sample(prompt="p")], proxy, Verifier())
+    with pytest.warns(UserWarning, match=r"against its group: 3 of 4 probe completions score differently"):
+        w.observe(0, kimi_probe())
+    assert w.group_relative is True
+    (pooled,) = [
+        [score.value for score in scores]
+        for samples, scores in proxy.batches
+        if len({sample.fields.get("prompt_id") for sample in samples}) == 1
+    ]
+    assert pooled == pytest.approx([0.5, -0.5, 0.0, 0.5 - 7 / 11])
+
+
+def test_variants_are_placed_in_the_proxys_groups_when_it_groups_by_another_field():
+    """Three prompts, one ``prompt_id``: the proxy's group is all three. The watch groups them as
+    the proxy does, so the variants go in one at a time (values as in the test above: 5 - 13/3,
+    7 - 13/3, 9 - 13/3, every one a win). Grouped by prompt, all three variants would share a batch
+    (lengths 5, 7, 9: -2, 0, +2 against honest -2, 0, +2: no win)."""
+    recorded = Recorded(AboveGroupMean(group_field="prompt_id"))
+    w = HackingWatch(
+        [Sample(prompt="p")], recorded, Verifier(), exploits={"pad": lambda s: s.completion_text + "xxxx"}
+    )
+    samples = [
+        Sample(
+            prompt=f"p{i}", completion=text, reference="x", fields={"prompt_id": "p", "completion_ids": [0]}
+        )
+        for i, text in enumerate(GROUP_TEXTS)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # groups of three: nothing to warn about
+        check = w.observe(0, samples)
+    assert check.metrics["hacking/group_size"] == 3.0 and check.metrics["hacking/exploit_rate"] == 1.0
+    variant_batches = [
+        scores for batch, scores in recorded.batches if any(s.completion_text.endswith("xxxx") for s in batch)
+    ]
+    assert len(variant_batches) == 3
+    values = sorted(
+        score.value
+        for batch, scores in recorded.batches
+        for sample, score in zip(batch, scores, strict=True)
+        if sample.completion_text.endswith("xxxx")
+    )
+    assert values == pytest.approx([5 - 13 / 3, 7 - 13 / 3, 9 - 13 / 3])
 
 
 def test_gold_coverage_falling_alerts_and_shows_what_the_gap_leaves_out():

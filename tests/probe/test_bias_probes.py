@@ -70,6 +70,16 @@ def test_restatement_says_the_answer_twice_and_nothing_else_new():
     )
 
 
+def test_a_restatement_that_leaves_the_answer_no_longer_than_the_other_is_not_tested():
+    # Restated, LOSER is 113 characters (41 + 2 + 14 + 2 + 39 + 1 + 14).
+    short = restate(Contest("q", LOSER, "y" * 113))
+    assert isinstance(short, NotTested)
+    assert (
+        short.reason == "restated, the answer is still no longer than the other (113 against 113 characters)"
+    )
+    assert isinstance(restate(Contest("q", LOSER, "y" * 112)), Variant)
+
+
 def test_markdown_puts_each_sentence_in_a_bullet_under_a_header():
     variant = as_markdown(Contest("q", "First point. Second point!\nThird point", WINNER))
     assert variant is not None

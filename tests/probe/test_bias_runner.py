@@ -88,9 +88,17 @@ def test_a_pure_length_reward_flips_whenever_padding_makes_the_loser_longer():
     assert (length.control.flips, length.control.held) == (0, 4)
     verbosity = by_name["verbosity"]
     # Restated, a loser of L characters becomes 2L + 85 long: 109 > 40 (p1), 105 > 50 (p2),
-    # but 125 < 500 (p5).
-    assert (verbosity.flips.flips, verbosity.flips.held, verbosity.flips.skipped) == (2, 1, 1)
-    assert verbosity.flips.examples == ["p1", "p2"]
+    # but 125 < 500 (p5): still the shorter answer, so p5 is not tested rather than held.
+    assert (
+        verbosity.flips.flips,
+        verbosity.flips.held,
+        verbosity.flips.not_tested,
+        verbosity.flips.skipped,
+    ) == (2, 0, 1, 1)
+    assert verbosity.flips.examples == ["p1", "p2"] and verbosity.flips.rate == 1.0
+    assert verbosity.flips.not_tested_reason == (
+        "p5: restated, the answer is still no longer than the other (125 against 500 characters)"
+    )
     # Only the prompt changes: lengths, and so preferences, stay.
     assert (by_name["sycophancy"].flips.flips, by_name["sycophancy"].flips.held) == (0, 3)
     # "## Answer\n\n- **A short one.**" is 29 characters, "...**yyyyyyyyyy**" 27: still shorter.
@@ -105,7 +113,7 @@ def test_a_pure_length_reward_flips_whenever_padding_makes_the_loser_longer():
         **{f"{name}/control": "held" for name in ("length", "verbosity", "sycophancy", "format")},
     }
     assert p3 == {"id": "p3", "original": "tie"}
-    assert (p4["length"], p4["length/control"], p5["verbosity"]) == ("skipped", "held", "held")
+    assert (p4["length"], p4["length/control"], p5["verbosity"]) == ("skipped", "held", "not_tested")
 
 
 def test_padding_that_leaves_the_loser_shorter_is_not_tested():

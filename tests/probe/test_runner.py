@@ -8,6 +8,7 @@ import pytest
 from rewardlab import Reward, Sample, Score, Status, build
 from rewardlab.probe import probe_reward, register_exploit, registered_exploits
 from rewardlab.probe import registry as exploit_registry
+from rewardlab.probe.exploit import Exploit
 from rewardlab.probe.registry import exploits_named
 
 
@@ -60,6 +61,84 @@ def test_a_variant_is_scored_in_its_group_in_place_of_the_honest_completion():
     assert (padding.rows, padding.scored, padding.wins, padding.losses) == (2, 2, 1, 0)
     assert [(e.id, e.baseline, e.variant) for e in padding.examples] == [("short", 0.0, 1.0)]
     assert result.honest == {"ok": 2, "not_applicable": 1}
+
+
+class RightAboveBatchMean(Reward):
+    """1 for a completion saying "right", 0 otherwise, minus that over the whole call: batch
+    normalisation, as ``ensemble`` with ``normalize: batch`` does it. Records each call."""
+
+    name = "right_above_batch_mean"
+    scores_groups = True
+    scores_batches = True
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    async def ascore(self, samples):
+        self.calls.append([sample.completion_text for sample in samples])
+        right = [float("right" in sample.completion_text) for sample in samples]
+        mean = sum(right) / len(right)
+        return [Score(value - mean) for value in right]
+
+
+def _own_exploit(name, make):
+    return Exploit(name, frozenset({"any"}), False, name, make)
+
+
+def test_a_batch_relative_reward_sees_one_variant_per_call_in_its_honest_batch():
+    """Red-team 22b finding 5. Four prompts, answers right, right, wrong, wrong (honest values
+    0.5, 0.5, -0.5, -0.5 around the batch mean 0.5). ``break`` makes a right answer wrong; ``pad``
+    adds a word. In place, only one row changed: a broken answer is 0 - 0.25 = -0.25 (a loss), a
+    padded one keeps its value (a tie). Put in one call with the other rows' variants (both breaks
+    and two pads), the batch mean would fall to 0 and the padded wrong answers rise to 0: two wins
+    that no single change earns."""
+    reward = RightAboveBatchMean()
+    samples = [
+        Sample(prompt=f"q{i}", completion=text, id=f"r{i}")
+        for i, text in enumerate(["right"] * 2 + ["wrong"] * 2)
+    ]
+    exploits = [
+        _own_exploit(
+            "break", lambda t: t.completion.replace("right", "wrong") if "right" in t.completion else None
+        ),
+        _own_exploit("pad", lambda t: t.completion + " ok"),
+    ]
+    brk, pad = probe_reward(reward, samples, exploits=exploits).exploits
+    assert (brk.rows, brk.wins, brk.losses) == (2, 0, 2)
+    assert brk.mean_gain == pytest.approx(-0.75) and brk.max_gain == pytest.approx(-0.75)
+    assert (pad.rows, pad.wins, pad.losses, pad.max_gain) == (4, 0, 0, 0.0)
+    honest, *variant_calls = reward.calls
+    assert honest == ["right", "right", "wrong", "wrong"] and len(variant_calls) == 6
+    for call in variant_calls:  # the honest batch with exactly one row changed
+        assert len(call) == 4 and sum(a != b for a, b in zip(call, honest, strict=True)) == 1
+
+
+TWO = {"a": {"type": "math_answer"}, "b": {"type": "length", "mode": "linear_target", "target_length": 100}}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ({"type": "ensemble", "normalize": "batch", "members": TWO}, True),
+        ({"type": "ensemble", "normalize": "none", "members": TWO}, False),
+        ({"type": "length_controlled", "fit": "batch", "reward": {"type": "math_answer"}}, True),
+        ({"type": "length_controlled", "fit": "group", "reward": {"type": "math_answer"}}, False),
+        (
+            {
+                "type": "combine",
+                "components": {
+                    "lc": {"type": "length_controlled", "fit": "batch", "reward": {"type": "math_answer"}}
+                },
+            },
+            True,
+        ),
+    ],
+)
+def test_which_rewards_say_they_score_the_batch(spec, expected):
+    reward = build(spec)
+    assert reward.scores_batches is expected and reward.scores_groups is (
+        expected or spec.get("fit") == "group"
+    )
 
 
 def _math_rows() -> list[Sample]:

@@ -1,8 +1,10 @@
 """`LengthControlledReward`: the adjustment against numpy's least squares, over groups, batches
-and a calibration file, for the default (leave-one-out slope, clamped at 0) and AlpacaEval's
-pooled two-sided fit; padding never raises a sample's value (property-tested over random groups,
-batches and paddings, with red-team 22's lone-outlier construction); a reward that is only length
-comes out flat while a real signal keeps its order; degenerate sets and failures; options
+and a calibration file, for the default (leave-one-out slope clamped at 0, unclipped z-score,
+subtracting only above the peers' mean) and AlpacaEval's pooled two-sided fit; property tests
+over random groups, batches and paddings: padding never raises a sample's value, no value
+exceeds the wrapped one, a wrapped reward paying length linearly or logarithmically is not paid
+for padding at or above the peers' mean, an empty answer never outranks a right one around a
+verifier (with red-team 22's and 22b's constructions); degenerate sets and failures; options
 errors, configs and pickling.
 
 The wrapped reward is scripted (its value is a sample field), and every expected value is
@@ -78,11 +80,11 @@ def clipped_std(lengths, mean, std):
     return np.clip(z, -3, 3)
 
 
-def loo_controlled(lengths, values, feature="clipped_std", direction="longer_only"):
+def loo_controlled(lengths, values, feature="std", direction="longer_only"):
     """The default adjustment, computed with numpy: for each sample, the slope of a fit over the
-    other samples (whose lengths standardise the z-score features), clamped at 0 for
-    ``longer_only``, and the sample moved to the mean feature of the whole set in those
-    coordinates."""
+    other samples (whose lengths standardise the z-score features); for ``longer_only`` the slope
+    clamped at 0 and charged only on the feature above the others' mean, for ``both`` the sample
+    moved to the mean feature of the whole set in those coordinates."""
     lengths, values = np.asarray(lengths, dtype=float), np.asarray(values, dtype=float)
     out, slopes = [], []
     for i in range(len(lengths)):
@@ -94,13 +96,17 @@ def loo_controlled(lengths, values, feature="clipped_std", direction="longer_onl
             features = np.zeros(len(lengths))
         elif feature == "tanh_std":
             features = np.tanh((lengths - mean) / std)
+        elif feature == "std":
+            features = (lengths - mean) / std
         else:
             features = clipped_std(lengths, mean, std)
         xo = features[others]
         slope = np.polyfit(xo, values[others], 1)[0] if np.ptp(xo) > 0 else 0.0
         if direction == "longer_only":
             slope = max(slope, 0.0)
-        out.append(values[i] - slope * (features[i] - features.mean()))
+            out.append(values[i] - slope * max(0.0, features[i] - xo.mean()))
+        else:
+            out.append(values[i] - slope * (features[i] - features.mean()))
         slopes.append(slope)
     return np.array(out), np.array(slopes)
 
@@ -135,22 +141,38 @@ def test_group_fit_matches_numpy_leave_one_out_in_each_group():
             assert s.details["slope"] == 0.0 and s.value == s.details["raw_value"]
 
 
-def test_exact_values_by_hand_for_a_set_of_three():
-    # Lengths 10, 10, 40: left out, each short sample sees one point at each of the other two
-    # lengths, z-scores -1/sqrt(2) and +1/sqrt(2); so its slope is (r_long - r_short_other) *
-    # sqrt(2) / 2, its own feature -1/sqrt(2) and the mean feature -1/(3 sqrt(2)), and it moves
-    # by slope * 2/(3 sqrt(2)) = (r_long - r_short_other) / 3. The long sample's others have one
-    # length: no slope, its value stays.
-    batch = [sample(10, 0.2), sample(10, 0.5), sample(40, 1.1)]
+def test_exact_values_by_hand():
+    # Lengths 10, 20, 30, 60. The longest's peers (10, 20, 30) have mean 20 and std 10: z-scores
+    # -1, 0, 1, its own 4; their values 0.1, 0.3, 0.8 (mean 0.4) give the slope
+    # (-1 * -0.3 + 1 * 0.4) / 2 = 0.35, so it is charged 0.35 * (4 - 0) = 1.4. The others lie at
+    # or below their peers' mean length (20 < 33.3, 30 = 30, 10 < 36.7): their values stay.
+    batch = [sample(10, 0.1), sample(20, 0.3), sample(30, 0.8), sample(60, 1.0)]
     scores = LengthControlledReward(FieldValue()).score(batch)
-    assert [s.value for s in scores] == pytest.approx([0.2 + 0.6 / 3, 0.5 + 0.9 / 3, 1.1])
-    assert scores[0].details["fitted_slope"] == pytest.approx(0.6 / np.sqrt(2))
+    assert [s.value for s in scores] == pytest.approx([0.1, 0.3, 0.8, 1.0 - 1.4])
+    assert scores[3].details["slope"] == pytest.approx(0.35)
+    assert scores[3].details["feature"] == pytest.approx(4.0)
+    assert scores[3].details["feature_mean"] == pytest.approx(0.0, abs=1e-12)
+    assert scores[2].details["feature"] == pytest.approx(0.0, abs=1e-12)
+    # Padding it by another 10 characters costs 0.35 * 1 more.
+    longer = LengthControlledReward(FieldValue()).score([*batch[:3], sample(70, 1.0)])
+    assert longer[3].value == pytest.approx(1.0 - 0.35 * 5)
+
+    # Lengths 10, 10, 40: each short sample's peers are one 10 and the 40 (z -1/sqrt(2) and
+    # +1/sqrt(2)); it lies below their mean and keeps its value. Two-sided (AlpacaEval), it was
+    # paid for being short: slope (r_long - r_other_short) / sqrt(2) times the distance
+    # 2 / (3 sqrt(2)) to the set's mean feature, i.e. (r_long - r_other_short) / 3.
+    three = [sample(10, 0.2), sample(10, 0.5), sample(40, 1.1)]
+    scores = LengthControlledReward(FieldValue()).score(three)
+    assert [s.value for s in scores] == [0.2, 0.5, 1.1]
+    assert scores[0].details["slope"] == pytest.approx(0.6 / np.sqrt(2))
     assert scores[0].details["feature"] == pytest.approx(-1 / np.sqrt(2))
-    assert scores[0].details["feature_mean"] == pytest.approx(-1 / (3 * np.sqrt(2)))
     assert (
         scores[2].details["slope"] == 0.0
         and "have one length: no slope to fit" in scores[2].details["fit_note"]
     )
+    both = LengthControlledReward(FieldValue(), direction="both").score(three)
+    assert [s.value for s in both] == pytest.approx([0.2 + 0.6 / 3, 0.5 + 0.9 / 3, 1.1])
+    assert both[0].details["feature_mean"] == pytest.approx(-1 / (3 * np.sqrt(2)))
 
     # Here the long answer is the wrong one: the slopes are negative. By default they are
     # clamped (the values stay); removed in both directions, they would pay the short ones for
@@ -190,9 +212,8 @@ def test_batch_fit_fits_over_every_group():
     assert [s.value for s in scores] == pytest.approx(expected.tolist())
     assert {s.details["fit_size"] for s in scores} == {len(batch) - 1}
     pooled = LengthControlledReward(FieldValue(), fit="batch", slope_fit="pooled", direction="both")
-    features = clipped_std(
-        LENGTHS + OTHER_LENGTHS, np.mean(LENGTHS + OTHER_LENGTHS), np.std(LENGTHS + OTHER_LENGTHS, ddof=1)
-    )
+    all_lengths = np.array(LENGTHS + OTHER_LENGTHS, dtype=float)
+    features = (all_lengths - all_lengths.mean()) / all_lengths.std(ddof=1)
     expected, slope = controlled(features, VALUES + OTHER_VALUES)
     assert [s.value for s in pooled.score(batch)] == pytest.approx(expected.tolist())
     assert [s.details["slope"] for s in pooled.score(batch)] == pytest.approx([slope] * len(batch))
@@ -256,9 +277,15 @@ def test_a_reward_that_is_only_length_becomes_flat_and_a_real_signal_keeps_its_o
     only_length = biased.score([Sample(prompt="p", completion="w " * n) for n in lengths])
     raw = [s.details["raw_value"] for s in only_length]
     assert raw == sorted(raw) and raw[-1] - raw[0] > 1  # before: longer is better
-    # After: flat, at the mean (each sample's others fit the same line, slope 0.4 exactly).
-    assert [s.value for s in only_length] == pytest.approx([np.mean(raw)] * len(lengths))
+    # After: each sample's peers fit the same line (slope 0.4 exactly); a sample at or above its
+    # peers' mean log-length gets what the reward pays there, 0.4 * that mean; one below keeps its
+    # value (shortness earns nothing more).
     assert [s.details["slope"] for s in only_length] == pytest.approx([0.4] * len(lengths))
+    logs = np.log1p(lengths)
+    peers = [(logs.sum() - x) / (len(logs) - 1) for x in logs]
+    expected = [0.4 * min(x, m) for x, m in zip(logs, peers, strict=True)]
+    assert [s.value for s in only_length] == pytest.approx(expected)
+    assert all(s.value <= s.details["raw_value"] + 1e-12 for s in only_length)
 
     with_signal = biased.score(batch)
     values = [s.value for s in with_signal]
@@ -285,18 +312,30 @@ class LinearChars(RuleReward):
         return Score(float(sample.fields.get("correct", 0)) + self.weight * len(sample.completion_text))
 
 
-def test_a_reward_linear_in_length_is_flat_under_the_default_feature():
+def test_a_reward_linear_in_length_is_flat_above_the_peers_mean_however_far_one_pads():
     lengths = [120, 300, 450, 610, 800, 950, 1300, 1500]
     reward = LengthControlledReward(LinearChars(0.001))
     scores = reward.score([Sample(prompt="p", completion="y" * n) for n in lengths])
     assert [s.details["raw_value"] for s in scores] == pytest.approx([n / 1000 for n in lengths])
-    assert [s.value for s in scores] == pytest.approx([np.mean(lengths) / 1000] * 8)
-    # AlpacaEval's tanh flattens outside the others' lengths: left out, the edges keep some.
-    tanh = LengthControlledReward(LinearChars(0.001), feature="tanh_std").score(
-        [Sample(prompt="p", completion="y" * n) for n in lengths]
+    # At or above its peers' mean length, a sample gets the reward at that mean; below, its own.
+    peers = [(sum(lengths) - n) / 7 for n in lengths]
+    assert [s.value for s in scores] == pytest.approx(
+        [min(n, m) / 1000 for n, m in zip(lengths, peers, strict=True)]
     )
-    spread = max(s.value for s in tanh) - min(s.value for s in tanh)
-    assert 0.05 < spread < (lengths[-1] - lengths[0]) / 1000
+    # Padding the longest by up to 100k characters: the unclipped z-score keeps charging; the
+    # saturating features stop (red-team 22b finding 1) and keep most of the pay.
+    for feature in ("std", "clipped_std", "tanh_std"):
+        control = LengthControlledReward(LinearChars(0.001), feature=feature)
+        values = [
+            control.score([Sample(prompt="p", completion="y" * n) for n in [*lengths[:-1], 1500 + extra]])[
+                -1
+            ].value
+            for extra in (0, 1_000, 10_000, 100_000)
+        ]
+        if feature == "std":
+            assert values == pytest.approx([peers[-1] / 1000] * 4)
+        else:
+            assert values[-1] > values[0] + 90  # 100 of pay, nearly all kept
     # A real signal keeps its order, and the length bias is gone from it.
     correct = [1, 0, 0, 1, 0, 1, 0, 0]
     graded = reward.score(
@@ -309,6 +348,7 @@ def test_a_reward_linear_in_length_is_flat_under_the_default_feature():
     wrong = [s.value for s, c in zip(graded, correct, strict=True) if not c]
     assert min(right) > max(wrong)
     assert graded[0].details["raw_value"] < graded[6].details["raw_value"]  # before: long wrong > short right
+    assert all(s.value <= s.details["raw_value"] + 1e-12 for s in graded)
 
 
 def test_one_sample_or_one_length_is_left_as_it_is_with_a_note():
@@ -327,7 +367,9 @@ def test_too_few_samples_with_different_lengths_have_no_value():
     assert [s.value for s in scores] == [None, None]
     assert "needs at least 3 (min_fit_samples)" in scores[0].reason
     # Why: a line through two points removes all of their signal.
-    two = LengthControlledReward(FieldValue(), min_fit_samples=2, slope_fit="pooled").score(pair)
+    two = LengthControlledReward(FieldValue(), min_fit_samples=2, slope_fit="pooled", direction="both").score(
+        pair
+    )
     assert [s.value for s in two] == pytest.approx([0.6, 0.6])
 
 
@@ -335,7 +377,7 @@ def test_too_few_samples_with_different_lengths_have_no_value():
 # adjusted value, whatever its batch mates: random sets, values and paddings, every feature and
 # fit, and the red-team's constructions. (Tolerance 1e-12: float rounding of equal values.)
 
-FEATURES = ["clipped_std", "tanh_std", "log"]
+FEATURES = ["std", "clipped_std", "tanh_std", "log"]
 
 
 def padded(batch, index, extra):
@@ -397,6 +439,133 @@ def test_padding_never_pays_under_a_calibration():
         for index in range(6):
             before = reward.score(batch)[index].value
             assert reward.score(padded(batch, index, 5000))[index].value <= before + 1e-12
+
+
+@pytest.mark.parametrize("feature", FEATURES)
+@pytest.mark.parametrize(
+    ("fit", "slope_fit"), [("group", "leave_one_out"), ("batch", "leave_one_out"), ("group", "pooled")]
+)
+def test_no_value_exceeds_the_wrapped_one_by_default(feature, fit, slope_fit):
+    rng = random.Random(f"cap-{feature}-{fit}-{slope_fit}")
+    reward = LengthControlledReward(FieldValue(), feature=feature, fit=fit, slope_fit=slope_fit)
+    charged = 0
+    for _ in range(60):
+        batch = [
+            s for g in range(rng.choice([1, 2])) for s in random_set(rng, rng.choice([3, 5, 8]), f"g{g}")
+        ]
+        for s in reward.score(batch):
+            assert s.value <= s.details["raw_value"] + 1e-12
+            charged += s.value < s.details["raw_value"] - 1e-9
+    assert charged > 20  # the correction does subtract somewhere
+    # Two-sided, shortness is paid: some values rise above the wrapped ones.
+    both = LengthControlledReward(
+        FieldValue(), feature=feature, fit=fit, slope_fit=slope_fit, direction="both"
+    )
+    batch = random_set(random.Random(3), 8)
+    assert any(s.value > s.details["raw_value"] + 1e-9 for s in both.score(random_set(rng, 8) + batch))
+
+
+class PaysLength(RuleReward):
+    """A grader that pays length: ``0.001 * chars`` or ``0.3 * log(1 + chars)``."""
+
+    name = "pays_length"
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def check(self, sample):
+        n = len(sample.completion_text)
+        return Score(0.001 * n if self.shape == "linear" else 0.3 * np.log1p(n))
+
+
+@pytest.mark.parametrize(("shape", "feature"), [("linear", "std"), ("log", "std"), ("log", "log")])
+def test_padding_does_not_pay_a_length_paying_reward_at_or_above_the_peers_mean(shape, feature):
+    # Red-team 22b finding 1: the grader keeps paying as one pads. Its peers lie on its curve, so
+    # the slope fitted on them is its own (exactly for a reward linear in the feature; for a log
+    # paid through the z-score, a line through a concave curve, which over-charges far out).
+    rng = random.Random(f"{shape}-{feature}")
+    reward = LengthControlledReward(PaysLength(shape), feature=feature)
+    steps = 0
+    for _ in range(80):
+        batch = [
+            Sample(prompt="p", completion="x" * rng.randint(20, 3000))
+            for _ in range(rng.choice([3, 4, 8, 16]))
+        ]
+        index = rng.randrange(len(batch))
+        first = reward.score(batch)[index]
+        if first.details["feature"] < first.details["feature_mean"]:
+            continue  # below its peers' mean the grader's pay is left (shortness earns nothing more)
+        before = first.value
+        for extra in (1, 10, 100, 1_000, 10_000, 100_000):
+            after = reward.score(padded(batch, index, extra))[index].value
+            assert after <= before + 1e-9, ([len(s.completion) for s in batch], index, extra)
+            before, steps = after, steps + 1
+    assert steps > 150
+
+
+def verifier_group(rng, size=8):
+    """A group where right answers (1.0) are longer than wrong ones (0.0), as on hard MATH
+    questions (red-team 22b finding 2), with at least one of each."""
+    right = rng.randint(1, size - 1)
+    values = [1.0] * right + [0.0] * (size - right)
+    lengths = [rng.randint(600, 1500) if v else rng.randint(200, 900) for v in values]
+    return lengths, values
+
+
+def test_an_empty_answer_never_outranks_a_right_one_around_a_verifier():
+    # Red-team 22b finding 2: right answers longer than wrong ones make the slope positive, and
+    # two-sided control paid a short or empty answer above the right ones. Now an empty answer
+    # gets exactly the verifier's 0, and a right answer is charged only for lying above its
+    # peers' mean length, at most 0.540 per peer std (the bound below): it stays above the
+    # empty answer unless it lies 1.85 peer std or more above that mean, where it is charged as
+    # padding is (length control cannot tell a long right answer from a padded one).
+    rng = random.Random(22)
+    reward = LengthControlledReward(FieldValue())
+    both = LengthControlledReward(FieldValue(), direction="both")
+    cases = paid_before = outranked = 0
+    for _ in range(150):
+        lengths, values = verifier_group(rng)
+        for wrong in [i for i, v in enumerate(values) if v == 0.0]:
+            batch = [sample(n, r) for n, r in zip(lengths, values, strict=True)]
+            batch[wrong] = sample(0, 0.0)  # the policy gives up: an empty completion
+            scores = reward.score(batch)
+            assert scores[wrong].value == 0.0  # exactly what the verifier gives it
+            for s, v in zip(scores, values, strict=True):
+                if v == 1.0 and s.value <= 0.0:
+                    assert s.details["feature"] - s.details["feature_mean"] >= 2 * np.sqrt(6 / 7)
+                    outranked += 1
+            cases += 1
+            paid_before += both.score(batch)[wrong].value > 0.0
+    assert cases > 300
+    assert outranked < cases / 50  # right answers that far out are rare here
+    assert paid_before > cases / 2  # two-sided, the empty answer was paid for being short
+
+
+def test_a_verifiers_slope_is_bounded_so_a_right_answer_near_its_peers_length_stays_on_top():
+    # With values in [0, 1] and k peers, slope <= sqrt(k / (k - 1)) / 2 (0.540 for k = 7): a right
+    # answer less than 2 * sqrt((k - 1) / k) = 1.852 peer std above their mean keeps a value > 0.
+    rng = random.Random(7)
+    reward = LengthControlledReward(FieldValue())
+    bound = np.sqrt(7 / 6) / 2
+    steepest = 0.0
+    for _ in range(300):
+        lengths = [rng.randint(1, 3000) for _ in range(8)]
+        values = [rng.choice([0.0, 1.0]) for _ in range(8)]
+        scores = reward.score([sample(n, r) for n, r in zip(lengths, values, strict=True)])
+        for s, v in zip(scores, values, strict=True):
+            steepest = max(steepest, s.details["slope"])
+            assert s.details["slope"] <= bound + 1e-12
+            if v == 1.0 and s.details["feature"] < 2 * np.sqrt(6 / 7):
+                assert s.value > 0.0
+    assert steepest > 0.8 * bound  # the bound is nearly reached
+    # By hand: peers 4 x (100 chars, 0) and 3 x (200 chars, 1) are perfectly correlated, so the
+    # slope is sqrt(sum (r - mean r)^2 / sum z^2) = sqrt((12 / 7) / 6) = sqrt(2 / 7) = 0.535. A
+    # right answer of 400 characters, 4.8 peer std out, is charged below a wrong answer's 0.
+    peers = [100] * 4 + [200] * 3
+    [*_, far] = reward.score([*(sample(n, float(n == 200)) for n in peers), sample(400, 1.0)])
+    z = (400 - np.mean(peers)) / np.std(peers, ddof=1)
+    assert far.details["slope"] == pytest.approx(np.sqrt(2 / 7))
+    assert far.value == pytest.approx(1.0 - np.sqrt(2 / 7) * z) and far.value < 0
 
 
 def red_team_group(right, padding):
@@ -519,8 +688,11 @@ def test_calibration_from_a_scored_jsonl_file_adjusts_each_sample_alone(tmp_path
     slope, _ = np.polyfit(tanh_std(LENGTHS), VALUES, 1)
     mean, std = np.mean(LENGTHS), np.std(LENGTHS, ddof=1)
     features = np.tanh((np.array([50, 8]) - mean) / std)
-    expected = np.array([0.6, 0.2]) - slope * (features - tanh_std(LENGTHS).mean())
+    assert slope > 0
+    # Charged only above the reference's mean feature: the short one keeps its value.
+    expected = np.array([0.6, 0.2]) - slope * np.maximum(0, features - tanh_std(LENGTHS).mean())
     assert [s.value for s in scores] == pytest.approx(expected.tolist())
+    assert scores[0].value < 0.6 and scores[1].value == 0.2
     assert scores[0].details["fit"] == "calibration" and scores[0].details["fit_size"] == 5
     [alone] = reward.score([sample(50, 0.6)])  # a sample's value does not depend on its batch
     assert alone.value == pytest.approx(scores[0].value)
@@ -540,8 +712,8 @@ def test_a_negative_calibration_slope_is_clamped_unless_both_directions():
     assert clamped[0].details["slope_fit"] == "calibration"
     both = LengthControlledReward(FieldValue(), fit="calibration", calibration=calibration, direction="both")
     mean, std = np.mean(LENGTHS), np.std(LENGTHS, ddof=1)
-    features = clipped_std([200, 10], mean, std)
-    reference = clipped_std(LENGTHS, mean, std).mean()
+    features = (np.array([200, 10]) - mean) / std
+    reference = 0.0  # the mean z-score of the reference lengths
     expected = 0.4 - calibration.slope * (features - reference)
     assert [s.value for s in both.score(new)] == pytest.approx(expected.tolist())
     assert both.score(new)[0].value > 0.4  # the long one paid for its length: why it is not the default
@@ -588,7 +760,7 @@ def test_calibration_from_python_and_its_errors(tmp_path):
         ({"fit": "calibration", "calibration": "/no/such/file.json"}, r"calibration: cannot read"),
         ({"fit": "batch", "group_field": "item"}, r"group_field: is read only with fit: group"),
         ({"min_fit_samples": 1}, r"min_fit_samples: Input should be greater than or equal to 2"),
-        ({"feature": "linear"}, r"feature: Input should be 'clipped_std', 'tanh_std' or 'log'"),
+        ({"feature": "linear"}, r"feature: Input should be 'std', 'clipped_std', 'tanh_std' or 'log'"),
         ({"direction": "shorter"}, r"direction: Input should be 'longer_only' or 'both'"),
         ({"min_fit_samples": 2}, r"min_fit_samples: is 2, but slope_fit: leave_one_out fits each slope"),
         ({"unit": "words", "tokenizer": object()}, r"tokenizer: should have an encode"),
