@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from rewardlab.rewards.code.languages import LANGUAGES
 from rewardlab.rewards.fences import fenced_blocks
@@ -68,3 +69,22 @@ def extract_program(
     if allow_unfenced and text.strip():
         return Program(text, "unfenced")
     return Program(None, "none")
+
+
+def job_program(text: str, extraction: Mapping[str, Any]) -> Program:
+    """The program a scoring job runs, found in the job's worker (finding it reads model text, so
+    it runs under the job's budget): ``text`` itself for ``{"whole": True}`` (a prompt and a
+    completion that together are the program), else what `extract_program` finds with the
+    ``extraction`` options. Its source is None when that is blank: there is nothing to run.
+
+    One reader for the local job (`reward.execute`) and the SandboxFusion one
+    (`sandbox_fusion.execute_remote`), so that both backends run the same program.
+    """
+    found = (
+        Program(text, "prompt_and_completion")
+        if extraction.get("whole")
+        else extract_program(text, **extraction)
+    )
+    if found.source is None or not found.source.strip():
+        return Program(None, found.method)
+    return found

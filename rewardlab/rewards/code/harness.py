@@ -208,6 +208,9 @@ class ProgramUnderTest(Protocol):
     local sandbox (`_Program`) and a remote one (`sandbox_fusion`) answer it."""
 
     load_error: str | None
+    load_timed_out: bool
+    output_tail: str
+    memory_limit: str | None
 
     def script(self, stdin: str) -> dict[str, Any]: ...
 
@@ -348,7 +351,7 @@ class _Program:
         if built is None:
             built = self._compile(source, compile_command)
             if built is None:  # ran past its time: not kept, it may have been the machine's load
-                raise ProgramFailure(self.load_error)
+                raise ProgramTimeout(self.load_error)
             _builds[key] = built
             while len(_builds) > MAX_CACHED_BUILDS:
                 _builds.popitem(last=False)
@@ -378,7 +381,10 @@ class _Program:
         }
         reply = self._ask(request, limit)
         if reply.get("timed_out"):
+            # A timeout of every test, as on SandboxFusion (`sandbox_fusion._compile_failure`):
+            # one status for one cause, whichever backend ran it (red-team round 24).
             self.load_error = f"compile_error: the compiler ran past its time limit ({limit:g} s)"
+            self.load_timed_out = True
             return None
         if reply.get("exit_code") != 0:
             first = (
@@ -440,6 +446,27 @@ def _outcome_of_error(index: int, error: BaseException, runtime: float) -> TestO
     return TestOutcome(index, "error", _error_text(error), runtime)
 
 
+def _exit_reason(reply: dict[str, Any]) -> str:
+    """Why a run that exited non-zero failed: its stderr, or when that is blank the end of its
+    stdout, where some runtimes write why they could not start (the JVM's "Error occurred during
+    initialization of VM" under too small a memory limit was a bare ``exited with code 1: ``,
+    red-team round 24)."""
+    stderr = reply.get("stderr", "")
+    if stderr.strip():
+        return f"exited with code {reply['exit_code']}: {_snippet(stderr)}"
+    stdout = reply.get("stdout", "").strip()
+    said = f"; stdout ends: {stdout[-SNIPPET:]!r}" if stdout else ""
+    return f"exited with code {reply['exit_code']} with nothing on stderr{said}"
+
+
+def call_stdin(arguments: list[Any]) -> str:
+    """What a call harness (see `languages`) reads: the arguments as one JSON array, text as
+    UTF-8 and not ``\\u`` escapes (the C++ harness's reader does not join surrogate pairs). One
+    writer for the local and the SandboxFusion backend, which sent astral characters as escaped
+    surrogate pairs and so failed correct C++ programs (red-team round 24)."""
+    return json.dumps(arguments, ensure_ascii=False)
+
+
 def run_stdio_tests(
     program: ProgramUnderTest, tests: StdioTests, tolerance: float, outcomes: list[TestOutcome]
 ) -> None:
@@ -460,7 +487,7 @@ def run_stdio_tests(
         elif reply["output_truncated"]:
             outcome, reason = "failed", "output exceeded the size limit"
         elif reply["exit_code"] != 0:
-            outcome, reason = "error", f"exited with code {reply['exit_code']}: {_snippet(reply['stderr'])}"
+            outcome, reason = "error", _exit_reason(reply)
         elif stdout_matches(reply["stdout"], expected, tolerance):
             outcome, reason = "passed", None
         else:
@@ -508,13 +535,22 @@ def run_harness_call_tests(
     for index, (arguments, expected) in enumerate(tests.cases):
         started = time.monotonic()
         try:
-            # Text as UTF-8, not \u escapes: the C++ harness's reader need not join surrogate pairs.
-            reply = program.script(json.dumps(arguments, ensure_ascii=False))
+            reply = program.script(call_stdin(arguments))
+        except (ProgramTimeout, ProgramFailure) as error:
+            outcomes.append(_outcome_of_error(index, error, time.monotonic() - started))
+            continue
+        if not reply.get("ok"):
+            # The program did not build (SandboxFusion answers so): every test fails with the
+            # compiler's reason, as in `run_stdio_tests`. Reading ``timed_out`` of this reply was
+            # a KeyError that failed the whole sample (red-team round 24).
+            program.load_error = f"{reply.get('kind')}: {reply.get('error')}"
+            raise ProgramFailure(program.load_error)
+        try:
             runtime = reply.get("runtime_s", time.monotonic() - started)
             if reply["timed_out"]:
                 raise ProgramTimeout("the program ran past its time limit")
             if reply["exit_code"] != 0:
-                raise ProgramFailure(f"exited with code {reply['exit_code']}: {_snippet(reply['stderr'])}")
+                raise ProgramFailure(_exit_reason(reply))
             if reply["output_truncated"]:
                 raise ProgramFailure("output exceeded the size limit")
             actual = _printed_value(reply["stdout"])
@@ -611,9 +647,66 @@ def run_assert_tests(program: ProgramUnderTest, tests: AssertTests) -> list[Test
     ]
 
 
+def fail_untested(
+    report: ProgramReport, tests: ProgramTests, program: ProgramUnderTest, error: BaseException
+) -> None:
+    """Stopped by ``error`` (the program failed, a call ran past its limit, or the total budget
+    is spent), every test not yet run fails with that reason: a timeout for the last two, else
+    an error. Shared by the local run (`run_program`) and the remote one
+    (`sandbox_fusion.run_program_remote`), so that a stop reads the same on both backends."""
+    reason = program.load_error or str(error) or "the program's total time budget is spent"
+    kind = "timeout" if isinstance(error, ProgramTimeout | BudgetSpent) else "error"
+    done = len(report.outcomes)
+    report.outcomes += [TestOutcome(index, kind, reason) for index in range(done, tests.count)]
+
+
+def finished_report(report: ProgramReport, program: ProgramUnderTest) -> ProgramReport:
+    """``report`` completed with what the program left once its tests are over: its load error
+    (a program that does not load fails every test for that same reason, a timeout when loading
+    ran out of time), its output tail and what limited its memory. Shared by the local and the
+    remote run, as `fail_untested` is."""
+    if program.load_error is not None:
+        report.load_error = program.load_error
+        outcome = "timeout" if program.load_timed_out else "error"
+        report.outcomes = [
+            TestOutcome(o.index, outcome, program.load_error, o.runtime_s) for o in report.outcomes
+        ]
+    report.output_tail = program.output_tail
+    report.memory_limit = program.memory_limit
+    return report
+
+
+def _unwritable_input(language: Language | None, tests: ProgramTests) -> str | None:
+    """Why a test's input cannot reach a program as bytes, or None. A program reads stdin (and
+    a call harness its JSON arguments) as UTF-8, and a lone surrogate (``"\\ud83d"``, which
+    JSON and Python strings allow) has no UTF-8 form: no program in any language can read it,
+    as no program can print it (its output is decoded with replacement, see `outputs`). The
+    runner's strict write of such an input ended the sandbox and failed the test as the
+    program's error (red-team round 24); the test is refused here instead, as the dataset's
+    fault, naming it. Python call and assert tests pass Python values, not bytes: they keep any
+    string."""
+    if isinstance(tests, StdioTests):
+        inputs = [stdin for stdin, _ in tests.cases]
+    elif isinstance(tests, CallTests) and language is not None:
+        inputs = [call_stdin(arguments) for arguments, _ in tests.cases]
+    else:
+        return None
+    for index, text in enumerate(inputs):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            character = f"U+{ord(text[error.start]):04X}"
+            return f"test {index}'s input holds a lone surrogate ({character}), which has no UTF-8 form"
+    return None
+
+
 def unsupported_tests(language: Language | None, tests: ProgramTests) -> str | None:
     """Why ``tests`` cannot judge a program in ``language``, or None: assert tests are Python
-    code that calls the program, and call tests need the language's harness."""
+    code that calls the program, and call tests need the language's harness; and a test whose
+    input cannot be written as UTF-8 (see `_unwritable_input`) can judge no program."""
+    unwritable = _unwritable_input(language, tests)
+    if unwritable is not None:
+        return unwritable
     if language is None or isinstance(tests, StdioTests):
         return None
     if isinstance(tests, AssertTests):
@@ -656,19 +749,7 @@ def run_program(
         else:
             report.outcomes = run_assert_tests(program, tests)
     except (ProgramFailure, ProgramTimeout, BudgetSpent) as error:
-        reason = program.load_error or str(error) or "the program's total time budget is spent"
-        kind = "timeout" if isinstance(error, ProgramTimeout | BudgetSpent) else "error"
-        done = len(report.outcomes)
-        report.outcomes += [TestOutcome(index, kind, reason) for index in range(done, tests.count)]
+        fail_untested(report, tests, program, error)
     finally:
         program.close()
-    if program.load_error is not None:
-        # A program that does not load fails every test for the same reason.
-        report.load_error = program.load_error
-        outcome = "timeout" if program.load_timed_out else "error"
-        report.outcomes = [
-            TestOutcome(o.index, outcome, program.load_error, o.runtime_s) for o in report.outcomes
-        ]
-    report.output_tail = program.output_tail
-    report.memory_limit = program.memory_limit
-    return report
+    return finished_report(report, program)

@@ -42,10 +42,13 @@ Limits per language, set deliberately (see `LANGUAGES`):
   ``GOMAXPROCS=2`` for the build and the program alike, so the thread count does not follow the
   host's CPU count.
 
-Function-call tests (`cases.CallTests`) run for C++ and JavaScript through a harness appended to
-the program: it reads the arguments as a JSON array on stdin, calls the named function (a free
-function, or a method of a ``Solution`` class) and prints the return value as JSON on its last
-line, which the trusted side reads and compares (`outputs.call_output_matches`).
+Function-call tests (`cases.CallTests`) run for C++ and JavaScript through a harness around
+the program (see `Language.with_call_harness`): it reads the arguments as a JSON array on stdin,
+calls the named function (a free function, or a method of a ``Solution`` class) and prints the
+return value as JSON on its last line, which the trusted side reads and compares
+(`outputs.call_output_matches`). It calls only what the program itself defines, as Python's
+runner does: a JavaScript global (``btoa``, ``escape``) or a C library function (``abs``,
+``toupper``) of that name made a program that defined nothing pass (red-team round 24).
 """
 
 from __future__ import annotations
@@ -75,12 +78,58 @@ _JVM_FLAGS = (
 )
 #: javac runs on the same JVM flags, with its default thread stacks (it starts a dozen threads).
 _JAVAC_FLAGS = tuple(f"-J{flag}" for flag in _JVM_FLAGS if not flag.startswith("-Xss"))
-_JAVA_CLASS = re.compile(r"\bpublic\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_][A-Za-z0-9_]*)")
+_JAVA_CLASS = re.compile(r"\bclass\s+([A-Za-z_$][A-Za-z0-9_$]*)")
+_JAVA_MODIFIERS = frozenset({"public", "final", "abstract", "static", "strictfp", "sealed", "non-sealed"})
+_JAVA_ANNOTATION = re.compile(r"@[\w.]+\s*(?:\([^()]*\))?")
 _SOLUTION_CLASS = re.compile(r"\b(?:class|struct)\s+Solution\b")
+#: Comments, and string and character literals (C++ raw strings and Java text blocks too): what
+#: the class lookups must not read (see `code_only`). A quote after a digit or letter is a C++14
+#: digit separator (``1'000'000``), not a character literal.
+_NOT_CODE = re.compile(
+    r"//[^\n]*|/\*.*?(?:\*/|\Z)"
+    r'|\b(?:u8|[uUL])?R"([^()\\ \n]{0,16})\(.*?(?:\)\1"|\Z)'
+    r'|""".*?(?:"""|\Z)'
+    r'|"(?:\\.|[^"\\\n])*"?'
+    r"|(?<![0-9A-Za-z_])'(?:\\.|[^'\\\n])*'?",
+    re.DOTALL,
+)
+
+
+def code_only(source: str) -> str:
+    """``source`` with its comments and string and character literals blanked (newlines kept),
+    so that a lookup of the program's classes reads only code: ``// not a class Solution`` in a
+    comment, or ``"struct Solution"`` in a string, sent the C++ harness to a class that did not
+    exist, and a comment naming a public class named the Java file after it (red-team round
+    24). One regular expression, scanned left to right, so a quote in a comment or ``//`` in a
+    string cannot start the other; linear in the source (each alternative ends at its first
+    possible end, or the end of the text)."""
+    return _NOT_CODE.sub(lambda found: re.sub(r"[^\n]", " ", found.group()), source)
+
+
+def _java_main_class(source: str) -> str | None:
+    """The public top-level class of a Java program, or None: a class declared at brace depth 0
+    with ``public`` among its modifiers, in the program's code only (see `code_only`). A nested
+    ``public final class Node`` is not the one ``java`` runs (red-team round 24)."""
+    code = code_only(source)
+    depth, position = 0, 0
+    for found in _JAVA_CLASS.finditer(code):
+        depth += code.count("{", position, found.start()) - code.count("}", position, found.start())
+        position = found.start()
+        if depth != 0:
+            continue
+        # The words before ``class`` since the last declaration ended, within a bounded window
+        # (so a source of many ``class`` words stays linear): modifiers and annotations only.
+        window = code[max(0, found.start() - 512) : found.start()]
+        words = _JAVA_ANNOTATION.sub(" ", re.split(r"[;{}]", window)[-1]).split()
+        if "public" in words and all(word in _JAVA_MODIFIERS for word in words):
+            return found.group(1)
+    return None
+
 
 _CPP_CALL_HARNESS = r"""
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -262,21 +311,61 @@ template <class C, class R, class... A> void run(R (C::*f)(A...) const, const Js
   invoke<R, decltype(call), A...>(args, call);
 }
 }  // namespace rewardlab_harness
-int main() {
+// The bounds of this executable's code, from the GNU linkers' default script (ld, gold and lld
+// all define them): a function the program defines lies between them, the C library's abs or
+// toupper, which its headers declare in the global namespace, in a shared library elsewhere
+// (g++ builds position-independent executables by default, where taking a library function's
+// address gives its address in the library, not a stub in the executable).
+extern "C" char __executable_start, etext;
+namespace rewardlab_harness {
+template <class F> bool in_program(F f) {
+  const char *code = reinterpret_cast<const char *>(f);
+  return code >= &__executable_start && code < &etext;
+}
+template <class T> struct member_of {};
+template <class C, class R, class... A> struct member_of<R (C::*)(A...)> { using type = C; };
+template <class C, class R, class... A> struct member_of<R (C::*)(A...) const> { using type = C; };
+template <class C, class R, class... A> struct member_of<R (C::*)(A...) noexcept> { using type = C; };
+template <class C, class R, class... A> struct member_of<R (C::*)(A...) const noexcept> { using type = C; };
+template <class Owner, class F> void serve(F f, const char *name) {
+  if constexpr (std::is_member_function_pointer_v<F>) {
+    static_assert(std::is_same_v<typename member_of<F>::type, Owner>,
+                  "rewardlab: the called method must be declared by Solution itself");
+  } else if (!in_program(f)) {
+    std::cerr << "no function named '" << name << "' in the program\n";
+    std::exit(1);
+  }
   std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  rewardlab_harness::Parser parser{input};
-  rewardlab_harness::Json args = parser.value(0);
-  rewardlab_harness::run(&__REWARDLAB_FUNCTION__, args);
-  return 0;
+  Parser parser{input};
+  Json args = parser.value(0);
+  run(f, args);
+}
+}  // namespace rewardlab_harness
+"""
+
+# After the program: as few tokens as possible, none that a competitive programmer's macros
+# redefine (``#define int long long`` made ``int main`` a ``long long main``).
+_CPP_CALL_STUB = """
+signed main() {
+  rewardlab_harness::serve<__REWARDLAB_OWNER__>(&__REWARDLAB_FUNCTION__, "__REWARDLAB_NAME__");
 }
 """
 
 _JS_CALL_HARNESS = r"""
 ;(function () {
   const args = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  // Only the program's own function: a top-level declaration of a script run by node is the
+  // module's, never globalThis's, so a function that is globalThis's property is a built-in
+  // (btoa, escape) the program did not write. Then a method of Solution, not Object's.
+  const own = typeof __NAME__ === "function" && globalThis["__NAME__"] !== __NAME__ ? __NAME__ : null;
   const solution = typeof Solution === "function" ? new Solution() : null;
-  const target = typeof __NAME__ === "function" ? __NAME__ : solution && solution.__NAME__.bind(solution);
-  if (typeof target !== "function") throw new Error("no function named __NAME__");
+  const method = solution && typeof solution.__NAME__ === "function" &&
+    solution.__NAME__ !== Object.prototype["__NAME__"] ? solution.__NAME__.bind(solution) : null;
+  const target = own || method;
+  if (typeof target !== "function") {
+    process.stderr.write("no function named '__NAME__' in the program\n");
+    process.exit(1);
+  }
   Promise.resolve(target(...args)).then((value) => {
     process.stdout.write("\n" + JSON.stringify(value === undefined ? null : value) + "\n");
   });
@@ -305,7 +394,8 @@ class Language:
     env: tuple[tuple[str, str], ...] = ()
     #: Host directories outside /usr the toolchain reads (see `Sandbox.read_only`).
     read_only: tuple[str, ...] = ()
-    #: The function-call harness appended to a program, or None where calls are not supported.
+    #: The function-call harness (after the program for JavaScript, before it for C++, see
+    #: `with_call_harness`), or None where calls are not supported.
     call_harness: str | None = None
     #: The compiler only checks the source, which is what runs (``node --check``).
     runs_source: bool = False
@@ -317,21 +407,32 @@ class Language:
         return self.source.format(main=self.main_class(source))
 
     def main_class(self, source: str) -> str:
-        """The class ``java`` runs: the public class, else ``Main`` (what judges expect)."""
-        found = _JAVA_CLASS.search(source)
-        return found.group(1) if found else "Main"
+        """The class ``java`` runs: the public top-level class, else ``Main`` (what judges
+        expect); read from the code, not its comments and strings (see `_java_main_class`)."""
+        return _java_main_class(source) or "Main"
 
     def with_call_harness(self, source: str, function: str) -> str:
-        """The program with the harness that calls ``function`` appended (see the module docstring)."""
+        """The program with the harness that calls ``function`` (see the module docstring)."""
         if self.call_harness is None:
             raise ValueError(f"{self.name} programs have no function-call harness")
         if not re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", function):
             raise ValueError(f"not a function name: {function!r}")
         if self.name == "cpp":
             # ::name, not name: with ``using namespace std`` a program's ``unique`` would be
-            # ambiguous with std::unique; qualified lookup finds the global one first.
-            target = f"Solution::{function}" if _SOLUTION_CLASS.search(source) else f"::{function}"
-            return source + "\n" + self.call_harness.replace("__REWARDLAB_FUNCTION__", target)
+            # ambiguous with std::unique; qualified lookup finds the global one first. That
+            # also finds the C library's ``abs`` or ``toupper`` in a program that defines none:
+            # the harness calls a free function only when its code is in the executable, and a
+            # method only when Solution itself declares it (red-team round 24).
+            # The harness's own code comes first, so that no macro of the program
+            # (``#define int long long``) reaches it, and ``#line 1`` keeps the compiler's
+            # line numbers the program's; only the short stub that calls it follows.
+            solution = _SOLUTION_CLASS.search(code_only(source)) is not None
+            stub = (
+                _CPP_CALL_STUB.replace("__REWARDLAB_OWNER__", "Solution" if solution else "void")
+                .replace("__REWARDLAB_FUNCTION__", f"Solution::{function}" if solution else f"::{function}")
+                .replace("__REWARDLAB_NAME__", function)
+            )
+            return self.call_harness + "#line 1\n" + source + "\n" + stub
         return source + "\n" + self.call_harness.replace("__NAME__", function)
 
     def command(self, words: tuple[str, ...], source: str) -> list[str]:

@@ -12,6 +12,7 @@ same sandbox and runner: compiled there once, then run per test as an executable
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ from pydantic.json_schema import SkipJsonSchema
 from rewardlab.errors import InvalidInput
 from rewardlab.rewards.answer_region import AnswerRegion
 from rewardlab.rewards.code.cases import ProgramTests, read_tests
-from rewardlab.rewards.code.extract import BlockChoice, extract_program
+from rewardlab.rewards.code.extract import BlockChoice, job_program
 from rewardlab.rewards.code.harness import STARTUP_ALLOWANCE_S, ProgramReport, run_program, unsupported_tests
 from rewardlab.rewards.code.languages import LANGUAGES, Language
 from rewardlab.rewards.code.sandbox import Isolation, Sandbox, SandboxLimits
@@ -74,14 +75,10 @@ def execute(
     ``extraction`` holds `extract_program`'s options, or ``{"whole": True}`` for a text that is
     the program; ``limits`` is (test timeout, total timeout, float tolerance).
     """
-    source: str | None
-    if extraction.get("whole"):
-        source, method = text, "prompt_and_completion"
-    else:
-        found = extract_program(text, **extraction)
-        source, method = found.source, found.method
-    if source is None or not source.strip():
-        return method, None
+    found = job_program(text, extraction)
+    if found.source is None:
+        return found.method, None
+    source, method = found.source, found.method
     test_timeout_s, total_timeout_s, tolerance = limits
     adopt_orphans()
     try:
@@ -103,8 +100,9 @@ _LIMITS = SandboxLimits()
 
 
 class SandboxLimitsOptions(BaseModel):
-    """Resource limits of one sandboxed run (`SandboxLimits`); limits not given keep their
-    defaults."""
+    """Resource limits of one sandboxed run (`SandboxLimits`); limits not given keep the
+    language's own (`languages.Language.limits`: the defaults below, but more memory and
+    processes for Java and more processes for Go)."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -155,7 +153,7 @@ class CodeExecutionOptions(RewardOptions):
     isolation: Isolation = "bwrap"
     """``bwrap`` (a bubblewrap sandbox), or ``unsafe_local`` (no isolation; trusted code only)."""
     limits: SandboxLimitsOptions | SkipJsonSchema[InstanceOf[SandboxLimits]] | None = None
-    """Resource limits of a run; those not given keep their defaults."""
+    """Resource limits of a run; those not given keep the language's own."""
     workers: int | None = Field(default=None, ge=1)
     """Programs run at once (default: the number of CPUs)."""
     answer_region: AnswerRegionOption = None
@@ -212,16 +210,20 @@ class CodeExecutionReward(Reward):
         sandbox_fusion: SandboxFusionOptions | Mapping[str, Any] | None = None,
         name: str | None = None,
     ):
-        if isinstance(limits, SandboxLimitsOptions):
-            limits = SandboxLimits(**limits.model_dump())
-        elif isinstance(limits, Mapping):
-            limits = SandboxLimits(**limits)
         if language != "python" and language not in LANGUAGES:
             raise ValueError(f"language must be python or one of {sorted(LANGUAGES)}, got {language!r}")
         #: None for Python; else how programs are compiled and run (see `languages`).
         self.runtime = LANGUAGES.get(language)
         default_limits = self.runtime.limits if self.runtime is not None else SandboxLimits()
         read_only = self.runtime.read_only if self.runtime is not None else ()
+        # The limits given replace only themselves: the others keep the language's own (Java's
+        # 3 GiB and 64 processes, Go's 64), not the generic defaults. Taking the options whole
+        # turned ``limits: {cpu_seconds: 30}`` into a JVM that could not start, and every Java
+        # program into a 0 (red-team round 24). A whole `SandboxLimits` is taken as it is.
+        if isinstance(limits, SandboxLimitsOptions):
+            limits = dataclasses.replace(default_limits, **limits.model_dump(exclude_unset=True))
+        elif isinstance(limits, Mapping):
+            limits = dataclasses.replace(default_limits, **limits)
         self.sandbox = Sandbox(isolation=isolation, limits=limits or default_limits, read_only=read_only)
         #: The SandboxFusion server programs run on, or None to run them here.
         self.remote = remote_backend(

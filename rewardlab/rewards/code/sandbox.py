@@ -3,7 +3,7 @@
 Every sandboxed process is started as::
 
     setpriv --reuid=U --regid=U --clear-groups --no-new-privs --   (an unprivileged user)
-      prlimit --nproc --as --cpu --fsize --nofile --                (resource limits)
+      prlimit --nproc --as --cpu --fsize --nofile --core=0 --       (resource limits)
         bwrap --unshare-all --as-pid-1 ... --                       (namespaces, read-only system)
           /usr/bin/python3 -I -S /sandbox/python_runner.py   (which runs compilers and
                                                               programs in other languages too)
@@ -220,6 +220,10 @@ class Sandbox:
             f"--cpu={limits.cpu_seconds}",
             f"--fsize={limits.file_bytes}",
             f"--nofile={limits.open_files}",
+            # Hard 0, not just the soft 0 a worker passes on: a program could raise a soft limit
+            # to the hard one and dump core, and where ``core_pattern`` is a pipe the kernel runs
+            # that helper as root on the host for each crash (red-team round 24).
+            "--core=0",
             "--",
         ]
         if self.isolation == "unsafe_local":

@@ -74,13 +74,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from rewardlab.errors import ConfigError
 from rewardlab.rewards.code import python_runner
 from rewardlab.rewards.code.cases import CallTests, ProgramTests, StdioTests
-from rewardlab.rewards.code.extract import extract_program
+from rewardlab.rewards.code.extract import job_program
 from rewardlab.rewards.code.harness import (
     BudgetSpent,
     ProgramFailure,
     ProgramReport,
     ProgramTimeout,
-    TestOutcome,
+    call_stdin,
+    fail_untested,
+    finished_report,
     program_exception,
     run_assert_tests,
     run_call_tests,
@@ -585,7 +587,8 @@ def run_program_remote(
         elif isinstance(tests, CallTests) and remote.program_language != "python":
             # The language's harness is in the source (`execute_remote`): each call is a run on
             # the arguments as JSON, as local runs do it.
-            program.prefetch([json.dumps(arguments) for arguments, _ in tests.cases])
+            # `call_stdin`, as locally: UTF-8 text, not \u escapes the C++ harness cannot join.
+            program.prefetch([call_stdin(arguments) for arguments, _ in tests.cases])
             run_harness_call_tests(program, tests, tolerance, report.outcomes)
         elif isinstance(tests, CallTests):
             run_call_tests(program, tests, tolerance, report.outcomes)
@@ -594,19 +597,8 @@ def run_program_remote(
         if program.backend_failure is not None:
             raise program.backend_failure
     except (ProgramFailure, ProgramTimeout, BudgetSpent) as error:
-        reason = program.load_error or str(error) or "the program's total time budget is spent"
-        kind = "timeout" if isinstance(error, ProgramTimeout | BudgetSpent) else "error"
-        done = len(report.outcomes)
-        report.outcomes += [TestOutcome(index, kind, reason) for index in range(done, tests.count)]
-    if program.load_error is not None:
-        report.load_error = program.load_error
-        outcome = "timeout" if program.load_timed_out else "error"
-        report.outcomes = [
-            TestOutcome(o.index, outcome, program.load_error, o.runtime_s) for o in report.outcomes
-        ]
-    report.output_tail = program.output_tail
-    report.memory_limit = program.memory_limit
-    return report
+        fail_untested(report, tests, program, error)
+    return finished_report(report, program)
 
 
 def execute_remote(
@@ -619,14 +611,10 @@ def execute_remote(
     """One sample's job in a pool worker (`reward.execute`'s remote twin): find the program in
     ``text`` and run it on SandboxFusion. Returns how the program was found and its report, a
     `RemoteFailure` when the sample cannot be scored, or None when there is no program."""
-    source: str | None
-    if extraction.get("whole"):
-        source, method = text, "prompt_and_completion"
-    else:
-        found = extract_program(text, **extraction)
-        source, method = found.source, found.method
-    if source is None or not source.strip():
-        return method, None
+    found = job_program(text, extraction)
+    if found.source is None:
+        return found.method, None
+    source, method = found.source, found.method
     runtime = LANGUAGES.get(remote.program_language)
     if runtime is None and remote.program_language != "python" and not isinstance(tests, StdioTests):
         reason = f"fields: only stdin/stdout tests can judge a {remote.program_language} program"

@@ -1,14 +1,27 @@
 """A seccomp filter for the sandbox's processes, against three things:
 
 - Channels that keep state between programs: System V IPC (shared memory, semaphores, message
-  queues), POSIX message queues, the kernel keyrings, and IPv4 / IPv6 sockets. The first three
-  outlive the processes that create them; shared memory is also memory no resource limit counts.
+  queues), POSIX message queues, the kernel keyrings, and sockets of every family but Unix. The
+  first three outlive the processes that create them; shared memory is also memory no resource
+  limit counts.
   The sandbox's network namespace outlives programs too: a TCP connection closed on loopback
   stays in TIME_WAIT for a minute, its ports listed in ``/proc/net/tcp`` for the next program
-  to read (red-team round 9). Unix sockets leave nothing behind and stay allowed. Filesystems
-  are covered differently (the runner empties them). io_uring is refused whole: its requests
-  (opcode 45 opens a socket) run without the syscalls this filter sees, and a program opened an
-  IPv4 socket through it (red-team round 11).
+  to read (red-team round 9). Unix sockets leave nothing behind and stay allowed. Sockets are
+  an allow-list, not a deny-list: ``socket`` and ``socketpair`` take ``AF_UNIX`` only. Denying
+  IPv4 and IPv6 alone let a program open ``AF_VSOCK`` sockets, which no network namespace
+  covers: the sandbox shared the host's vsock port space, a channel between concurrent
+  sandboxes and a path to the hypervisor's side (CID 2) on a virtual machine (red-team round
+  24). No toolchain here needs another family: g++, javac and java, node, go and rustc build
+  and run programs with none (tests/rewards/code/test_hostile_round24.py, which also shows Java
+  and node programs keep Unix sockets); only name resolution would open ``AF_NETLINK``
+  (getaddrinfo's ``AI_ADDRCONFIG``), and the sandbox has no network and no ``/etc/hosts`` to
+  resolve with. Filesystems are covered differently (the runner empties them). io_uring is
+  refused whole: its requests (opcode 45 opens a socket) run without the syscalls this filter
+  sees, and a program opened an IPv4 socket through it (red-team round 11). ``inotify_init``,
+  ``inotify_init1`` and ``fanotify_init`` are refused too: the sandbox's ``/usr`` is the host's,
+  whose inodes a watch follows whatever the mount namespace, so a program watching a compiler
+  or a shared library saw every other sandbox and the host open and read it (red-team round
+  24). No compiler or runtime here needs a watch to build or run a program.
 - Reaching into another process: ``ptrace``, ``process_vm_readv`` / ``process_vm_writev``,
   ``pidfd_getfd`` and ``process_madvise``. The runner's processes are non-dumpable, which already
   makes the kernel refuse these (and ``/proc/<pid>/mem``, which no syscall filter can tell apart
@@ -58,23 +71,24 @@ _ARCHITECTURES = {
         # shmget shmat shmctl semget semop semctl msgget msgsnd msgrcv msgctl semtimedop,
         # mq_open .. mq_getsetattr, add_key request_key keyctl;
         # ptrace process_vm_readv process_vm_writev pidfd_getfd process_madvise;
-        # io_uring_setup io_uring_enter io_uring_register
+        # io_uring_setup io_uring_enter io_uring_register; inotify_init inotify_init1 fanotify_init
         (29, 30, 31, 64, 65, 66, 68, 69, 70, 71, 220, 240, 241, 242, 243, 244, 245, 248, 249, 250,
-         101, 310, 311, 438, 440, 425, 426, 427),
+         101, 310, 311, 438, 440, 425, 426, 427, 253, 294, 300),
         {"prlimit64": 302, "setpriority": 141, "sched_setparam": 142, "sched_setscheduler": 144,
          "sched_setaffinity": 203, "sched_setattr": 314, "ioprio_set": 251, "migrate_pages": 256,
-         "move_pages": 279, "socket": 41},
+         "move_pages": 279, "socket": 41, "socketpair": 53},
     ),
     "aarch64": (
         0xC00000B7,
         # mq_open .. mq_getsetattr, msgget .. shmat, add_key request_key keyctl;
         # ptrace process_vm_readv process_vm_writev pidfd_getfd process_madvise;
-        # io_uring_setup io_uring_enter io_uring_register
+        # io_uring_setup io_uring_enter io_uring_register; inotify_init1 fanotify_init (AArch64
+        # has no inotify_init)
         (180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195, 196, 217, 218, 219,
-         117, 270, 271, 438, 440, 425, 426, 427),
+         117, 270, 271, 438, 440, 425, 426, 427, 26, 262),
         {"prlimit64": 261, "setpriority": 140, "sched_setparam": 118, "sched_setscheduler": 119,
          "sched_setaffinity": 122, "sched_setattr": 274, "ioprio_set": 30, "migrate_pages": 238,
-         "move_pages": 239, "socket": 198},
+         "move_pages": 239, "socket": 198, "socketpair": 199},
     ),
 }  # fmt: skip
 
@@ -102,10 +116,9 @@ _RULES = {
     "sched_setaffinity": _SELF_ONLY,
     "migrate_pages": _SELF_ONLY,
     "move_pages": _SELF_ONLY,
-    "socket": (
-        (_argument(0), socket.AF_INET, "fail", "next"),
-        (_argument(0), socket.AF_INET6, "fail", "allow"),
-    ),
+    # The family is an allow-list (see the module docstring): AF_UNIX or nothing.
+    "socket": ((_argument(0), socket.AF_UNIX, "allow", "fail"),),
+    "socketpair": ((_argument(0), socket.AF_UNIX, "allow", "fail"),),
 }
 
 

@@ -15,9 +15,10 @@ NEEDS_SANDBOX = {
     "test_humaneval.py",
     "test_languages.py",
     "test_hostile_languages.py",
+    "test_hostile_round24.py",
 }
 #: Files that run programs in other languages, which also need their compilers (see `languages`).
-NEEDS_TOOLCHAINS = {"test_languages.py", "test_hostile_languages.py"}
+NEEDS_TOOLCHAINS = {"test_languages.py", "test_hostile_languages.py", "test_hostile_round24.py"}
 
 
 def _missing_toolchains():

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import pytest
@@ -27,21 +26,25 @@ from rewardlab.rewards.code.sandbox_fusion import (
     _marked_reply,
     execute_remote,
 )
-from rewardlab.sockets import listening_socket
+from rewardlab.testing import _LocalServer
 from tests.adversarial_text import CATALOGUE
 
 
-class FakeSandboxFusion:
+class FakeSandboxFusion(_LocalServer):
     """``POST /run_code`` as SandboxFusion answers it. Each request is recorded; while ``script``
-    holds canned answers ``(status, body, delay_s)`` they are sent instead of running the code."""
+    holds canned answers ``(status, body, delay_s)`` they are sent instead of running the code.
+    Served on 127.0.0.1 from a thread while in a ``with`` block, as `rewardlab.testing`'s
+    scripted servers are."""
 
     def __init__(self, *script):
-        import uvicorn
+        super().__init__()
+        self.script = list(script)
+        self.requests = []
+
+    def app(self):
         from fastapi import FastAPI, Request
         from fastapi.responses import Response
 
-        self.script = list(script)
-        self.requests = []
         app = FastAPI()
 
         @app.post("/run_code")
@@ -54,13 +57,7 @@ class FakeSandboxFusion:
             answer = await asyncio.to_thread(self.run, self.requests[-1])
             return Response(json.dumps(answer), media_type="application/json")
 
-        sock = listening_socket("127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.01)
+        return app
 
     @staticmethod
     def run(request):
@@ -90,13 +87,6 @@ class FakeSandboxFusion:
         failed = run_result["status"] != "Finished" or run_result["return_code"] != 0
         return {"status": "Failed" if failed else "Success", "message": "",
                 "compile_result": compile_result, "run_result": run_result}  # fmt: skip
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.server.should_exit = True
-        self.thread.join(10)
 
 
 def command_result(command, stdin, timeout_s):
