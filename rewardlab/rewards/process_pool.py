@@ -93,9 +93,28 @@ def _failure(error: BaseException) -> tuple[str, str]:
     return "error", traceback.format_exception_only(type(error), error)[-1].strip()
 
 
+def _address_space_bytes() -> int:
+    """This process's address space now (``VmSize``), 0 where ``/proc`` does not tell."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def _worker_main(connection: Connection, memory_limit_bytes: int | None) -> None:
     if memory_limit_bytes is not None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+        # The limit is what a task may add to what the worker holds when it starts: the
+        # forkserver it is forked from has imported whatever every pool of this process asked it
+        # to preload (an instruction checker's nltk, a CAS), so an absolute limit would leave a
+        # math worker less room in a pipeline that also checks instructions than alone, and a
+        # legitimate answer would fail with MemoryError depending on which rewards were built
+        # first.
+        limit = _address_space_bytes() + memory_limit_bytes
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     while True:
         try:
             kind, function, shared, items = connection.recv()
@@ -176,8 +195,10 @@ class KillableProcessPool:
         preload: Modules the forkserver imports once, so each worker starts warm (see
             `preload_in_workers`: asked for after the forkserver has started, they are imported
             by each worker on first use instead).
-        memory_limit_bytes: Address-space limit per worker (``RLIMIT_AS``); a task that exceeds it
-            fails with a `TaskFailed` (MemoryError) or `WorkerCrashed`, never takes the host down.
+        memory_limit_bytes: Address space a worker's tasks may add to what the worker holds when
+            it starts (its ``RLIMIT_AS`` is that much above its size then); a task that exceeds
+            it fails with a `TaskFailed` (MemoryError) or `WorkerCrashed`, never takes the host
+            down.
 
     Example:
         >>> pool = KillableProcessPool(size=2)

@@ -34,6 +34,7 @@ import html
 import re
 import unicodedata
 
+from rewardlab.rewards._confusables import PROTOTYPES
 from rewardlab.rewards.markup import without_comments, without_math_comments, without_unseen_markup
 from rewardlab.rewards.math.text import without_invisible, without_invisible_groups
 
@@ -41,8 +42,12 @@ _COMMA_LOOKALIKES = (
     "\u201a\u060c\u3001\ufe50\ufe51\uff64\u2e41\u1363\u07f8\ua60d\u055d\ua4f9\u066b\u060d\u00b8\u0326"
     "\u2e32\u1802\u02cf\u1808\u2e34\ua6f5\u0313\u0315"
 )
-# Characters drawn as blank space: a word either side of one is two words.
-_BLANKS = "\u3164\uffa0\u115f\u1160\u2800"
+# Characters drawn as blank space that Python does not take for whitespace: a word either side of
+# one is two words. Found by name among the characters that are neither whitespace nor format
+# characters (BLANK, FILLER, NULL, SPACE, EMPTY, INVISIBLE), keeping those that draw no ink: the
+# Hangul fillers, the blank Braille pattern and the null notehead (red-team round 22b wrote spaces
+# as U+1D159). Whitespace (what Unicode's confusables draw as a space) is split on already.
+_BLANKS = "\u3164\uffa0\u115f\u1160\u2800\U0001d159"
 # Combining marks drawn over a letter (a strike-through): "c\u0336heap" is "cheap" struck, still read.
 _OVERLAYS = "\u0334\u0335\u0336\u0337\u0338\u20d2\u20d3\u20e5\u20e6"
 _SEEN = str.maketrans(
@@ -55,7 +60,7 @@ _LOOKALIKES = {
     "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C", "Т": "T", "Х": "X", "І": "I", "Ј": "J",
     "Ѕ": "S", "ο": "o", "α": "a", "ι": "i", "ν": "v", "κ": "k", "ρ": "p", "υ": "u", "Α": "A",
     "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O",
-    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "ғ": "F",
+    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "ғ": "F", "ӏ": "l", "Ӏ": "I",
 }  # fmt: skip
 #: Latin small capitals (phonetic letters) and look-alikes of capitals: drawn as capital letters,
 #: so read as capitals wherever they stand ("ʜᴇʟʟᴏ" is not lower case to a reader).
@@ -71,10 +76,24 @@ _UNDRAWN = re.compile(
     "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
     "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
-    "\u034f\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]"
+    "\u034f\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\U00016fe4\U000e0100-\U000e01ef]"
 )
-#: Every look-alike of `as_seen` as what it looks like, in one table (applied after NFKC).
-_DRAWN_AS = {**_SEEN, **_SMALL_CAPITALS, **_LATIN_LOOKALIKES}
+#: Every character that Unicode's confusables draw as an ASCII prototype (`_confusables`), and every
+#: look-alike of `as_seen`, as what it looks like, in one table. Left out: what NFKC already writes
+#: in ASCII (NFKC reads "⑽" as "(10)", the confusables as "(lO)"), and letters with a canonical
+#: decomposition (the Vietnamese "ơ" is a letter of its own, and NFKC composes "o" and a horn
+#: into it, which would make folding twice differ from folding once).
+_DRAWN_AS = {
+    **{
+        code: prototype
+        for code, prototype in PROTOTYPES.items()
+        if not unicodedata.normalize("NFKC", chr(code)).isascii()
+        and unicodedata.decomposition(chr(code))[:1] in ("", "<")
+    },
+    **_SEEN,
+    **_SMALL_CAPITALS,
+    **_LATIN_LOOKALIKES,
+}
 _WORD = re.compile(r"\w+")
 # Markup inside a word ("s**e**cret", "s*e*cret", "s`e`cret", "s~~~~ecret") and a link inside one
 # ("s[e](url)cret", its target already gone): the reader sees one word.
@@ -126,15 +145,26 @@ def as_seen(text: str) -> str:
 
 
 def as_drawn(text: str) -> str:
-    """``text`` one character at a time as it is drawn, for counting what was written (repeats):
-    the characters that draw nothing (`_UNDRAWN`: every format character, Unicode category Cf,
-    such as zero-width spaces and joiners and bidirectional marks, and the invisible marks and
+    """``text`` one character at a time as it is drawn, for counting what was written (repeats,
+    words): the characters that draw nothing (`_UNDRAWN`: every format character, Unicode category
+    Cf, such as zero-width spaces and joiners and bidirectional marks, and the invisible marks and
     variation selectors that `rewardlab.rewards.math.text.without_invisible` drops) deleted,
-    compatibility forms folded (NFKC), and the look-alike commas, blanks, small capitals and
-    Cyrillic and Greek letters of `as_seen` written as what they look like. Unlike `as_seen` it
-    keeps all the text (hidden markup too), moves nothing (an override is not applied) and folds
-    every look-alike letter whatever the language, so that text added after a space never changes
-    how the text before it is read."""
+    compatibility forms folded (NFKC), the blanks (`_BLANKS`) written as spaces, and every
+    character that Unicode's confusables data (UTS #39, the prototypes of its ``skeleton``) draws
+    as ASCII written as that ASCII, with the look-alike commas, small capitals and Cyrillic and
+    Greek letters of `as_seen`: Armenian ``օ ս ո հ`` are ``o u n h``, Cyrillic ``ӏ`` is ``l``
+    (red-team round 22b varied each copy of a loop with them). ASCII is left as it is. Unlike
+    `as_seen` it keeps all the text (hidden markup too), moves nothing (an override is not
+    applied) and folds every look-alike whatever the language and the words around it, so that
+    text added after a space never changes how the text before it is read. The price: the few
+    letters of one script that the data draws as one Latin letter are one letter here (Armenian
+    ``գ`` and ``զ``, ``ո`` and ``ռ``; Hebrew ``ו`` and ``ן``; Greek ``ο`` and ``σ``), so two words
+    that differ only in them read as one word.
+
+    Folding twice gives what folding once gives, and the time is linear in the text.
+    """
     if text.isascii():
         return text
-    return unicodedata.normalize("NFKC", _UNDRAWN.sub("", text)).translate(_DRAWN_AS)
+    text = unicodedata.normalize("NFKC", _UNDRAWN.sub("", text).translate(_DRAWN_AS)).translate(_DRAWN_AS)
+    # A letter written in ASCII can compose with a mark after it ("ӏ" and an acute is "ĺ").
+    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)

@@ -151,6 +151,54 @@ def test_look_alike_letters_and_zero_width_characters_still_repeat():
     assert value(RepetitionPenalty(ngram_size=2), disguised) == pytest.approx(-4 / 9)
 
 
+# Red-team round 22b (finding 3): each copy of a 60-copy loop spelled with different look-alikes
+# (Unicode's confusables for o, u, n, h, l, y, g, c, r), or its spaces written as U+1D159 (a
+# musical null notehead, drawn blank), read the same to a person and must repeat the same.
+LOOP = "Now, running through our long computation once, confirming our outcome holds. "
+LOOK_ALIKES = {
+    "o": "\u0585",  # ARMENIAN SMALL LETTER OH
+    "u": "\u057d",  # ARMENIAN SMALL LETTER SEH
+    "n": "\u0578",  # ARMENIAN SMALL LETTER VO
+    "h": "\u0570",  # ARMENIAN SMALL LETTER HO
+    "l": "\u04cf",  # CYRILLIC SMALL LETTER PALOCHKA
+    "y": "\u04af",  # CYRILLIC SMALL LETTER STRAIGHT U
+    "g": "\u0261",  # LATIN SMALL LETTER SCRIPT G
+    "c": "\u03f2",  # GREEK LUNATE SIGMA SYMBOL
+    "r": "\u0433",  # CYRILLIC SMALL LETTER GHE
+}
+
+
+def _disguised_loop(letters: str, copies: int = 60, seed: int = 0) -> str:
+    rng = random.Random(seed)
+    return "".join(
+        "".join(LOOK_ALIKES[char] if char in letters and rng.random() < 0.5 else char for char in LOOP)
+        for _ in range(copies)
+    )
+
+
+@pytest.mark.parametrize("letters", ["ounhl", "ounhlygcr"])  # the red team's STRICT set, and all
+def test_a_loop_varied_with_look_alike_letters_still_repeats(letters):
+    reward = RepetitionPenalty(ngram_size=4, max_repeats=400, max_penalty=-0.5)
+    plain, disguised = LOOP * 60, _disguised_loop(letters)
+    assert len(set(disguised.split())) > 3 * len(set(plain.split()))  # the copies differ raw
+    # 60 copies of 11 words, 660 words: 657 4-grams; the text has period 11, so 11 distinct 4-grams
+    # (one starting at each word of a copy): 646 repeats, over max_repeats=400, so the full -0.5.
+    assert value(reward, plain) == value(reward, disguised) == -0.5
+    (score,) = RepetitionPenalty(ngram_size=4).score([Sample(completion=disguised)])
+    assert score.details["total_ngrams"] == 657 and score.details["unique_ngrams"] == 11
+
+
+def test_spaces_drawn_as_a_blank_notehead_still_separate_words():
+    reward = RepetitionPenalty(ngram_size=4, max_repeats=400, max_penalty=-0.5)
+    for blank in ("\U0001d159", "\u2800", "\u3164"):
+        assert value(reward, (LOOP * 60).replace(" ", blank)) == -0.5, hex(ord(blank))
+        assert len(as_drawn(LOOP.replace(" ", blank)).split()) == 11
+    overlong = rewardlab.build({"type": "length", "mode": "below_max", "max_length": 100, "unit": "words"})
+    (score,) = overlong.score([Sample(completion=(LOOP * 60).replace(" ", "\U0001d159"))])
+    # 60 copies of 11 words, not one long word: over max_length, so 0.0.
+    assert (score.value, score.details["length"]) == (0.0, 660)
+
+
 def test_every_format_character_is_dropped_as_drawn():
     format_characters = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"]
     assert len(format_characters) > 150

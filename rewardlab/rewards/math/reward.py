@@ -312,7 +312,8 @@ class MathAnswerOptions(RuleOptions):
     cas_workers: int | None = Field(default=None, ge=1)
     """CAS worker processes (default: min(2, CPU count))."""
     memory_limit_mb: int = Field(default=1024, ge=1)
-    """Address-space limit per CAS worker, in MiB."""
+    """Address space a CAS worker may add to what it holds when it starts, in MiB (its
+    ``RLIMIT_AS``: the same room whichever other rewards' modules its forkserver preloaded)."""
     correct_value: float = 1.0
     """The reward of a correct answer."""
     incorrect_value: float = 0.0
