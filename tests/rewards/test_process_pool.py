@@ -1,6 +1,9 @@
 import asyncio
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +33,15 @@ def fail():
     raise KeyError("missing")
 
 
+def room_left():
+    """This worker's address-space limit less its size now, in MiB."""
+    import resource
+
+    with open("/proc/self/status") as status:
+        size = next(int(line.split()[1]) << 10 for line in status if line.startswith("VmSize:"))
+    return (resource.getrlimit(resource.RLIMIT_AS)[0] - size) >> 20
+
+
 @pytest.fixture
 def pool():
     pool = KillableProcessPool(2, memory_limit_bytes=512 << 20)
@@ -57,6 +69,34 @@ def test_crash_and_memory_limit_are_contained(pool):
     with pytest.raises((TaskFailed, WorkerCrashed)):
         pool.submit(allocate, 2048, budget_s=10).result()
     assert pool.submit(allocate, 16, budget_s=10).result() == 16 << 20
+
+
+ROOM_WITH_PRELOADS = """
+from rewardlab.rewards.process_pool import KillableProcessPool
+from tests.rewards.test_process_pool import room_left
+pool = KillableProcessPool(1, preload=["numpy", "sympy"], memory_limit_bytes=512 << 20)
+print(pool.submit(room_left, budget_s=60).result())
+pool.close()
+"""
+
+
+def test_the_memory_limit_is_room_on_top_of_what_the_worker_starts_with():
+    # The forkserver holds every preload asked for in the process (another reward's modules: a
+    # few hundred MiB of address space with these two); the worker's tasks still get 512 MiB.
+    # With an absolute limit they had about 320 MiB, and a math worker failed legitimate answers
+    # with MemoryError in a pipeline that also checked instructions.
+    pytest.importorskip("numpy")
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-c", ROOM_WITH_PRELOADS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=True,
+    )
+    assert 400 < int(run.stdout.split()[-1]) <= 512
 
 
 def test_tasks_run_in_parallel_from_asyncio(pool):
