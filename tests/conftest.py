@@ -8,7 +8,8 @@
   file (so a new test is marked by the same rules): ``sandbox`` (runs programs in bubblewrap),
   ``model`` (the embedded model or its server), ``ray`` (a local Ray cluster), ``training`` (a
   real trainer run), and ``slow``: any of those, or a test listed in `SLOW` (measured at a second
-  or more on 2 cores). ``pytest -m "not slow"`` is the quick loop; ``pytest`` runs everything.
+  or more on 2 cores). ``pytest -m "not slow"`` is the quick loop; ``pytest`` runs everything,
+  on one pytest-xdist worker per core, the tests that start sandboxes together on one of them.
 - For judges and rubrics: a scripted OpenAI-compatible server (faults and answers on demand),
   and the real local model server (``rewardlab serve-model`` over the embedded SmolLM2) started
   once per session on a free port. The local model comes from ``rewardlab fetch-model``; without
@@ -23,6 +24,11 @@ import tempfile
 import time
 
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Each xdist worker gets one core's worth of threads: two workers each running torch on
+    # every core would slow both, and the time-bound tests with them.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from rewardlab.errors import MissingDependency
 from rewardlab.testing import ScriptedServer
@@ -56,6 +62,15 @@ SLOW = frozenset({
 })  # fmt: skip
 
 
+#: Test files outside ``rewards/code`` that run programs in the sandbox.
+SANDBOX_ELSEWHERE = frozenset({
+    os.path.join("probe", "test_real_rewards.py"),
+    os.path.join("rewards", "test_every_reward.py"),
+    os.path.join("rewards", "test_options.py"),
+    "test_docs.py",
+})  # fmt: skip
+
+
 def pytest_collection_modifyitems(config, items):
     tests = os.path.dirname(__file__)
     for item in items:
@@ -64,6 +79,11 @@ def pytest_collection_modifyitems(config, items):
         kinds = set()
         if where.startswith(os.path.join("rewards", "code")):
             kinds.add("sandbox")
+        if "sandbox" in kinds or where in SANDBOX_ELSEWHERE:
+            # One xdist worker runs every test that starts sandboxes: the hostile suites check
+            # that no sandbox process is left on the machine, which another worker's sandbox
+            # would break.
+            item.add_marker(pytest.mark.xdist_group("sandbox"))
         if fixtures & _MODEL_FIXTURES:
             kinds.add("model")
         if fixtures & _RAY_FIXTURES:

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from rewardlab.rewards.code.cases import AssertTests, CallTests, ProgramTests, StdioTests, assert_statements
 from rewardlab.rewards.code.cgroup import MemoryCgroup, memory_cgroup
-from rewardlab.rewards.code.languages import BUILD, Language
+from rewardlab.rewards.code.languages import BUILD, Language, overloaded_call
 from rewardlab.rewards.code.outputs import call_output_matches, clipped_repr, stdout_matches
 from rewardlab.rewards.code.python_runner import TAIL_CHARS, DecodeTimeout, decode, encode
 from rewardlab.rewards.code.sandbox import Sandbox
@@ -390,6 +390,9 @@ class _Program:
             first = (
                 _snippet(reply.get("stderr", "")) or f"the compiler exited with code {reply.get('exit_code')}"
             )
+            if self.language.name == "cpp":
+                overloaded = overloaded_call(reply.get("stderr", ""), self.source)
+                first = f"{overloaded}: {first}" if overloaded else first
             return f"compile_error: {first}"
         if self.language.runs_source:
             return {name: (content, False) for name, content in source.items()}
@@ -446,6 +449,32 @@ def _outcome_of_error(index: int, error: BaseException, runtime: float) -> TestO
     return TestOutcome(index, "error", _error_text(error), runtime)
 
 
+#: A line that says what went wrong, in the runtimes' own words: ``TypeError: ...`` (node, Python),
+#: ``Exception in thread "main" java...`` (Java), ``panic: ...`` (Go), ``thread 'main' panicked``
+#: (Rust), ``terminate called after throwing ...`` (C++).
+_ERROR_LINE = re.compile(
+    r"^(?:Uncaught |Caused by: )?"
+    r"(?:[\w.$]*(?:Error|Exception)\b|Exception in thread|panic: |thread '[^'\n]*' panicked"
+    r"|terminate called)[^\n]*",
+    re.MULTILINE,
+)
+
+
+def _stderr_excerpt(stderr: str) -> str:
+    """At most `SNIPPET` characters of a failed run's stderr, from its last error line on (the
+    runner keeps stderr's tail, and node and the JVM write the error line first and the stack
+    after it: its first 200 characters were mid-stack, without the error, red-team round 24b);
+    with no such line, its end, where the runtimes write why they stopped."""
+    if len(stderr) <= SNIPPET:
+        return stderr
+    lines = list(_ERROR_LINE.finditer(stderr))
+    if lines:
+        start = lines[-1].start()
+        excerpt = stderr[start : start + SNIPPET]
+        return ("..." if start else "") + excerpt + ("..." if start + SNIPPET < len(stderr) else "")
+    return "..." + stderr[-SNIPPET:]
+
+
 def _exit_reason(reply: dict[str, Any]) -> str:
     """Why a run that exited non-zero failed: its stderr, or when that is blank the end of its
     stdout, where some runtimes write why they could not start (the JVM's "Error occurred during
@@ -453,7 +482,7 @@ def _exit_reason(reply: dict[str, Any]) -> str:
     red-team round 24)."""
     stderr = reply.get("stderr", "")
     if stderr.strip():
-        return f"exited with code {reply['exit_code']}: {_snippet(stderr)}"
+        return f"exited with code {reply['exit_code']}: {_stderr_excerpt(stderr)}"
     stdout = reply.get("stdout", "").strip()
     said = f"; stdout ends: {stdout[-SNIPPET:]!r}" if stdout else ""
     return f"exited with code {reply['exit_code']} with nothing on stderr{said}"

@@ -80,17 +80,22 @@ _JVM_FLAGS = (
 _JAVAC_FLAGS = tuple(f"-J{flag}" for flag in _JVM_FLAGS if not flag.startswith("-Xss"))
 _JAVA_CLASS = re.compile(r"\bclass\s+([A-Za-z_$][A-Za-z0-9_$]*)")
 _JAVA_MODIFIERS = frozenset({"public", "final", "abstract", "static", "strictfp", "sealed", "non-sealed"})
-_JAVA_ANNOTATION = re.compile(r"@[\w.]+\s*(?:\([^()]*\))?")
+#: An annotation, with arguments holding one level of parentheses and any braces (an array:
+#: ``@SuppressWarnings({"unchecked", "rawtypes"})``, red-team round 24b).
+_JAVA_ANNOTATION = re.compile(r"@[\w.]+\s*(?:\((?:[^()]|\([^()]*\))*\))?")
 _SOLUTION_CLASS = re.compile(r"\b(?:class|struct)\s+Solution\b")
 #: Comments, and string and character literals (C++ raw strings and Java text blocks too): what
-#: the class lookups must not read (see `code_only`). A quote after a digit or letter is a C++14
-#: digit separator (``1'000'000``), not a character literal.
+#: the class lookups must not read (see `code_only`). A number is matched whole (group
+#: ``number``, kept as it is), so that a quote within one is a C++14 digit separator
+#: (``1'000'000``, ``0xFF'FF``), and every other quote starts a character literal: a quote after
+#: a keyword (``case'{':``, ``return'}';``, valid C++ and Java) is one (red-team round 24b).
 _NOT_CODE = re.compile(
-    r"//[^\n]*|/\*.*?(?:\*/|\Z)"
-    r'|\b(?:u8|[uUL])?R"([^()\\ \n]{0,16})\(.*?(?:\)\1"|\Z)'
+    r"(?P<number>(?<![\w.$])[0-9](?:[eEpP][+-]|'?[\w.])*)"
+    r"|//[^\n]*|/\*.*?(?:\*/|\Z)"
+    r'|\b(?:u8|[uUL])?R"([^()\\ \n]{0,16})\(.*?(?:\)\2"|\Z)'
     r'|""".*?(?:"""|\Z)'
     r'|"(?:\\.|[^"\\\n])*"?'
-    r"|(?<![0-9A-Za-z_])'(?:\\.|[^'\\\n])*'?",
+    r"|'(?:\\.|[^'\\\n])*'?",
     re.DOTALL,
 )
 
@@ -103,7 +108,9 @@ def code_only(source: str) -> str:
     24). One regular expression, scanned left to right, so a quote in a comment or ``//`` in a
     string cannot start the other; linear in the source (each alternative ends at its first
     possible end, or the end of the text)."""
-    return _NOT_CODE.sub(lambda found: re.sub(r"[^\n]", " ", found.group()), source)
+    return _NOT_CODE.sub(
+        lambda found: found.group() if found.group("number") else re.sub(r"[^\n]", " ", found.group()), source
+    )
 
 
 def _java_main_class(source: str) -> str | None:
@@ -120,7 +127,8 @@ def _java_main_class(source: str) -> str | None:
         # The words before ``class`` since the last declaration ended, within a bounded window
         # (so a source of many ``class`` words stays linear): modifiers and annotations only.
         window = code[max(0, found.start() - 512) : found.start()]
-        words = _JAVA_ANNOTATION.sub(" ", re.split(r"[;{}]", window)[-1]).split()
+        # Annotations go first: an array argument's braces are not a declaration's end.
+        words = re.split(r"[;{}]", _JAVA_ANNOTATION.sub(" ", window))[-1].split()
         if "public" in words and all(word in _JAVA_MODIFIERS for word in words):
             return found.group(1)
     return None
@@ -351,26 +359,78 @@ signed main() {
 }
 """
 
+# Every name it declares is ``__rewardlab_``-prefixed: a ``const solution`` (or ``target``,
+# ``method``, ``own``, ``args``) of the harness shadowed the program's function of that name, and
+# ``typeof`` of it threw in its temporal dead zone (red-team round 24b). ``fs`` comes from
+# ``process.getBuiltinModule`` (node >= 20.16), which an ES module has too: node runs a program
+# with ``import`` or ``export`` as one, where ``require`` is not defined. An error the call
+# throws is written with its first line last, so that the tail of stderr the runner keeps, and
+# the failure reason, name it (see `harness._exit_reason`).
 _JS_CALL_HARNESS = r"""
 ;(function () {
-  const args = JSON.parse(require("fs").readFileSync(0, "utf8"));
+  const __rewardlab_fs = typeof process.getBuiltinModule === "function"
+    ? process.getBuiltinModule("fs") : require("fs");
+  const __rewardlab_args = JSON.parse(__rewardlab_fs.readFileSync(0, "utf8"));
   // Only the program's own function: a top-level declaration of a script run by node is the
   // module's, never globalThis's, so a function that is globalThis's property is a built-in
   // (btoa, escape) the program did not write. Then a method of Solution, not Object's.
-  const own = typeof __NAME__ === "function" && globalThis["__NAME__"] !== __NAME__ ? __NAME__ : null;
-  const solution = typeof Solution === "function" ? new Solution() : null;
-  const method = solution && typeof solution.__NAME__ === "function" &&
-    solution.__NAME__ !== Object.prototype["__NAME__"] ? solution.__NAME__.bind(solution) : null;
-  const target = own || method;
-  if (typeof target !== "function") {
+  const __rewardlab_own = typeof __NAME__ === "function" && globalThis["__NAME__"] !== __NAME__
+    ? __NAME__ : null;
+  const __rewardlab_solution = typeof Solution === "function" ? new Solution() : null;
+  const __rewardlab_method = __rewardlab_solution && typeof __rewardlab_solution.__NAME__ === "function" &&
+    __rewardlab_solution.__NAME__ !== Object.prototype["__NAME__"]
+    ? __rewardlab_solution.__NAME__.bind(__rewardlab_solution) : null;
+  const __rewardlab_target = __rewardlab_own || __rewardlab_method;
+  if (typeof __rewardlab_target !== "function") {
     process.stderr.write("no function named '__NAME__' in the program\n");
     process.exit(1);
   }
-  Promise.resolve(target(...args)).then((value) => {
+  const __rewardlab_fail = (error) => {
+    const text = error instanceof Error && typeof error.stack === "string" ? error.stack : String(error);
+    const first = error instanceof Error ? String(error) : "Uncaught " + String(error);
+    process.stderr.write(text + "\n" + first + "\n");
+    process.exit(1);
+  };
+  let __rewardlab_value;
+  try {
+    __rewardlab_value = __rewardlab_target(...__rewardlab_args);
+  } catch (error) {
+    __rewardlab_fail(error);
+  }
+  Promise.resolve(__rewardlab_value).then((value) => {
     process.stdout.write("\n" + JSON.stringify(value === undefined ? null : value) + "\n");
-  });
+  }, __rewardlab_fail);
 })();
 """
+
+
+#: What g++ says when the stub's ``&::name`` (or ``&Solution::name``) is an overload set, and the
+#: name the stub asked for (at the source's end, where `with_call_harness` puts the stub).
+_OVERLOADED_CALL = re.compile(r"serve<(\w+)>\(<unresolved overloaded function type>")
+_STUB_NAME = re.compile(r"serve<\w+>\(&(?:Solution)?::([A-Za-z_$][A-Za-z0-9_$]*),")
+
+
+def overloaded_call(compiler_error: str, source: str) -> str | None:
+    """Why a C++ call-tested program did not compile when the function it names is overloaded:
+    the stub takes the function's address with no target type, so two functions of that name,
+    the program's own (a recursive helper ``sum(v)`` / ``sum(v, i)``) or one a header of the
+    harness declares (``<cstdio>``'s ``remove``, ``<cstdlib>``'s ``div``), leave g++ to report an
+    ``<unresolved overloaded function type>`` in the harness's code (red-team round 24b).
+    None for any other compile error. Choosing among the overloads would need the argument
+    types, which only the chosen overload gives; so the reason says what to change."""
+    found = _OVERLOADED_CALL.search(compiler_error)
+    if found is None:
+        return None
+    names = _STUB_NAME.findall(source[-512:])
+    name = names[-1] if names else "?"
+    if found.group(1) == "Solution":
+        where = "Solution has more than one method of that name"
+    else:
+        where = (
+            "there is more than one function of that name (the program's own, or a C library function"
+            " that the harness's headers declare, like remove or div)"
+        )
+    return f"fn_name {name!r} is overloaded: {where}; a C++ call test needs exactly one"
 
 
 @dataclass(frozen=True, slots=True)
