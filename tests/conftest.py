@@ -8,8 +8,9 @@
   file (so a new test is marked by the same rules): ``sandbox`` (runs programs in bubblewrap),
   ``model`` (the embedded model or its server), ``ray`` (a local Ray cluster), ``training`` (a
   real trainer run), and ``slow``: any of those, or a test listed in `SLOW` (measured at a second
-  or more on 2 cores). ``pytest -m "not slow"`` is the quick loop; ``pytest`` runs everything,
-  on one pytest-xdist worker per core, the tests that start sandboxes together on one of them.
+  or more on 2 cores). ``pytest -m "not slow"`` is the quick loop; ``pytest -m "not sandbox"``
+  then ``pytest -n 0 -m sandbox`` runs everything (README's second command): the rest on one
+  pytest-xdist worker per core, the sandbox tests alone in one process.
 - For judges and rubrics: a scripted OpenAI-compatible server (faults and answers on demand),
   and the real local model server (``rewardlab serve-model`` over the embedded SmolLM2) started
   once per session on a free port. The local model comes from ``rewardlab fetch-model``; without
