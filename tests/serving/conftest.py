@@ -62,7 +62,12 @@ def request(url, method="GET", body=None, headers=None, timeout=30):
         body = json.dumps(body).encode()
     chunked = body is not None and not isinstance(body, bytes)
     try:
-        connection.request(method, parts.path, body=body, headers=headers, encode_chunked=chunked)
+        try:
+            connection.request(method, parts.path, body=body, headers=headers, encode_chunked=chunked)
+        except BrokenPipeError:
+            # The server answered (a 413 for a body over its cap) and closed before the whole
+            # body was sent; its answer is read below.
+            pass
         reply = connection.getresponse()
         data = reply.read()
     finally:
