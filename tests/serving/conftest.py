@@ -2,6 +2,7 @@
 helpers, and `Probe`: a reward that does on request what the server must survive."""
 
 import asyncio
+import contextlib
 import http.client
 import json
 import threading
@@ -62,12 +63,10 @@ def request(url, method="GET", body=None, headers=None, timeout=30):
         body = json.dumps(body).encode()
     chunked = body is not None and not isinstance(body, bytes)
     try:
-        try:
+        # The server may answer (a 413 for a body over its cap) and close before the whole body
+        # is sent; its answer is read below.
+        with contextlib.suppress(BrokenPipeError):
             connection.request(method, parts.path, body=body, headers=headers, encode_chunked=chunked)
-        except BrokenPipeError:
-            # The server answered (a 413 for a body over its cap) and closed before the whole
-            # body was sent; its answer is read below.
-            pass
         reply = connection.getresponse()
         data = reply.read()
     finally:
